@@ -1,0 +1,55 @@
+# gpulab: the two commands a user needs are `make lab` and `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+VENV ?= .venv
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+.PHONY: help setup image lab lab-up lab-down converge test lint test-payload test-collection \
+        test-molecule shaders collection
+
+help:
+	@echo "make lab        install everything, build the lab image, start the lab, converge, self-test"
+	@echo "make test       lint, payload tests, collection tests, molecule test (what CI runs)"
+	@echo "make lab-down   remove the lab"
+
+setup:
+	@bash scripts/setup.sh
+
+image: setup
+	@bash lab/build-image.sh
+
+lab-up: image
+	@bash lab/up.sh
+
+lab-down:
+	@bash lab/down.sh
+
+converge: lab-up collection
+	ansible-playbook -i inventory/lab site.yml
+
+lab: converge
+	ansible-playbook -i inventory/lab playbooks/selftest.yml
+
+collection: setup
+	@bash scripts/build-collection.sh
+
+shaders:
+	@$(MAKE) -C payload/src/gpulab/shaders
+
+lint: setup collection
+	ruff check payload tests
+	ruff format --check payload tests
+	mypy
+	ansible-lint
+
+test-payload: setup
+	pytest tests/payload
+
+test-collection: setup collection
+	pytest tests/collection
+
+test-molecule: image collection
+	molecule test
+
+test: lint test-payload test-collection test-molecule

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs everything gpulab needs on a fresh Debian machine: apt packages, podman
+# configured for this kind of host, and the Python venv with the payload and the tools.
+# Safe to run again: each step checks before it changes anything.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  # containers for the lab and molecule
+  podman runc debootstrap uidmap slirp4netns
+  # Vulkan: the loader, lavapipe (a CPU device), the GLSL compiler, vulkaninfo
+  libvulkan1 mesa-vulkan-drivers glslc glslang-tools vulkan-tools
+  # native libraries and their cross builds
+  build-essential cmake
+  # a userspace NFS client, for checks over the NFS protocol
+  libnfs-utils
+)
+VENV=${GPULAB_VENV:-.venv}
+
+step() { printf '==> %s\n' "$*"; }
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  step "apt: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# crun fails on hybrid cgroup hosts and setrlimit is refused here (shared/HARNESS.md).
+conf=/etc/containers/containers.conf
+if ! grep -qs 'gpulab' "$conf"; then
+  step "podman: runtime runc, no default ulimits ($conf)"
+  mkdir -p /etc/containers
+  cat >>"$conf" <<'CONF'
+# gpulab: runc instead of crun, and no ulimits (setrlimit is refused on this host)
+[containers]
+default_ulimits = []
+
+[engine]
+runtime = "runc"
+CONF
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  step "venv: creating $VENV"
+  python3 -m venv "$VENV"
+fi
+stamp="$VENV/.gpulab-deps"
+want=$(cat requirements-dev.txt payload/pyproject.toml | sha256sum | cut -c1-16)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  step "venv: installing the payload and the tools"
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q -r requirements-dev.txt -e payload
+  echo "$want" >"$stamp"
+fi
+step "setup done ($("$VENV/bin/python" --version), $(podman --version))"
