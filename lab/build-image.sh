@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Builds the lab's base image: a minimal Debian rootfs that boots systemd in an
+# unprivileged podman container, imported as localhost/gpulab-SUITE-ARCH:RECIPE_HASH and
+# tagged :latest. Skipped when an image with the current recipe hash already exists.
+# Usage: lab/build-image.sh [--suite bookworm] [--arch amd64]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+suite=bookworm
+arch=$(dpkg --print-architecture)
+while (($#)); do
+  case "$1" in
+    --suite) suite=${2:?--suite needs a value}; shift 2 ;;
+    --arch) arch=${2:?--arch needs a value}; shift 2 ;;
+    -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "build-image.sh: unknown argument '$1' (use --suite SUITE, --arch ARCH)" >&2; exit 2 ;;
+  esac
+done
+
+mirror=${GPULAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+security_mirror=${GPULAB_DEBIAN_SECURITY_MIRROR:-http://security.debian.org/debian-security}
+packages=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,iproute2,procps,ca-certificates
+# Units that cannot work, or only get in the way, in an unprivileged container.
+masked_units=(
+  getty.target console-getty.service getty@.service serial-getty@.service
+  systemd-logind.service
+  sys-kernel-config.mount sys-kernel-debug.mount sys-kernel-tracing.mount
+  sys-fs-fuse-connections.mount dev-hugepages.mount dev-mqueue.mount
+  proc-sys-fs-binfmt_misc.automount proc-sys-fs-binfmt_misc.mount
+  apt-daily.timer apt-daily-upgrade.timer
+)
+repo=localhost/gpulab-$suite-$arch
+debootstrap_cache=${GPULAB_DEBOOTSTRAP_CACHE:-/var/cache/gpulab/debootstrap}
+
+step() { printf '==> [image %s] %s\n' "$suite-$arch" "$*"; }
+die() { printf 'build-image.sh: %s\n' "$*" >&2; exit 1; }
+
+# The recipe: this script, the files copied into the rootfs, and the parameters.
+recipe_hash=$(
+  {
+    printf '%s\n' "$suite" "$arch" "$mirror" "$security_mirror"
+    cat "$0"
+    (cd "$here/rootfs" && find . -type f | LC_ALL=C sort | while read -r f; do
+      printf '%s %s\n' "$f" "$(stat -c %a "$f")"; cat "$f"; done)
+  } | sha256sum | cut -c1-12
+)
+image=$repo:$recipe_hash
+
+if podman image exists "$image"; then
+  podman tag "$image" "$repo:latest"
+  step "up to date: $image (tagged :latest)"
+  exit 0
+fi
+
+[ "$(id -u)" = 0 ] || die "must run as root (debootstrap needs it)"
+command -v debootstrap >/dev/null || die "debootstrap is not installed (run scripts/setup.sh)"
+[ -e "/usr/share/debootstrap/scripts/$suite" ] || die "debootstrap does not know suite '$suite'"
+if [ "$arch" != "$(dpkg --print-architecture)" ]; then
+  qemu_arch=$(case "$arch" in arm64) echo aarch64 ;; armhf) echo arm ;; *) echo "$arch" ;; esac)
+  [ -e "/proc/sys/fs/binfmt_misc/qemu-$qemu_arch" ] \
+    || die "cannot run $arch binaries: install qemu-user-static binfmt-support and run update-binfmts --enable qemu-$qemu_arch"
+fi
+
+start=$SECONDS
+work=$(mktemp -d /var/tmp/gpulab-image.XXXXXX)
+cleanup() {
+  # debootstrap may leave /proc and /sys mounted in the rootfs when it fails:
+  # unmount them (deepest first) before deleting anything.
+  local m
+  for m in $(findmnt -rn -o TARGET | grep -F "$work/" | sort -r || true); do umount -l "$m" || true; done
+  rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
+rootfs=$work/rootfs
+mkdir -p "$debootstrap_cache"
+
+step "debootstrap $suite ($arch, minbase) into $rootfs"
+if ! debootstrap --variant=minbase --arch="$arch" --include="$packages" \
+  --cache-dir="$debootstrap_cache" "$suite" "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1; then
+  tail -n 20 "$work/debootstrap.log" >&2
+  die "debootstrap failed (log above)"
+fi
+step "debootstrap done in $((SECONDS - start)) s"
+
+step "preparing the rootfs for systemd in a container"
+# An empty machine-id: systemd makes a new one at each container's first boot.
+: >"$rootfs/etc/machine-id"
+rm -f "$rootfs/var/lib/dbus/machine-id"
+for unit in "${masked_units[@]}"; do
+  ln -sfn /dev/null "$rootfs/etc/systemd/system/$unit"
+done
+rm -f "$rootfs/etc/apt/sources.list"
+cat >"$rootfs/etc/apt/sources.list.d/debian.sources" <<SOURCES
+Types: deb
+URIs: $mirror
+Suites: $suite $suite-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: $security_mirror
+Suites: $suite-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+cp -a "$here/rootfs/." "$rootfs/"
+chroot "$rootfs" apt-get clean
+rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/log/*.log \
+  "$rootfs"/tmp/* "$rootfs"/var/tmp/*
+# An ancient apt index: the first converge's cache_valid_time forces an apt-get update.
+mkdir -p "$rootfs/var/lib/apt/lists/partial"
+touch -d @0 "$rootfs/var/lib/apt/lists"
+
+step "importing into podman as $image"
+tar -C "$rootfs" --numeric-owner --xattrs -c . | podman import --quiet \
+  --change 'CMD ["/lib/systemd/systemd"]' \
+  --change 'ENV container=podman' \
+  --change 'STOPSIGNAL SIGRTMIN+3' \
+  --change "LABEL gpulab.recipe=$recipe_hash gpulab.suite=$suite gpulab.arch=$arch" \
+  - "$image" >/dev/null
+podman tag "$image" "$repo:latest"
+
+# Older recipes of this image are no longer wanted (one still used by a container stays).
+for old in $(podman images --format '{{.Repository}}:{{.Tag}}' "$repo"); do
+  [ "$old" = "$image" ] || [ "$old" = "$repo:latest" ] || podman rmi "$old" >/dev/null 2>&1 || true
+done
+
+step "built $image (:latest) in $((SECONDS - start)) s"
