@@ -1,3 +1,6 @@
 """gpulab: a small Vulkan compute framework, and the payload of the gpulab cluster."""
 
-__version__ = "0.1.0"
+from gpulab._version import __version__
+from gpulab.compute import GpuComputePipeline
+
+__all__ = ["GpuComputePipeline", "__version__"]

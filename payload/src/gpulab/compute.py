@@ -1,0 +1,219 @@
+"""GpuComputePipeline: the high-level value * 2 kernel on a Vulkan device."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from gpulab.vk import (
+    Buffer,
+    CommandPool,
+    ComputePipeline,
+    DescriptorPool,
+    DescriptorSet,
+    DescriptorSetLayout,
+    Device,
+    DeviceInfo,
+    DeviceMemory,
+    Fence,
+    Instance,
+    PipelineLayout,
+    ShaderModule,
+    pack_push_constants,
+)
+from gpulab.vk.buffer import STORAGE
+from gpulab.vk.memory import DEVICE_LOCAL, HOST_CACHED, HOST_COHERENT, HOST_VISIBLE
+
+SHADER = "times_two"
+WORKGROUP_SIZE = 256
+_MAPPABLE = HOST_VISIBLE | HOST_COHERENT
+_Owned = TypeVar("_Owned", "_HostBuffer", DescriptorPool)
+
+
+class _HostBuffer:
+    """A storage buffer in host-visible memory, with a persistent float32 view of it."""
+
+    def __init__(self, device: Device, elements: int, preferred: int) -> None:
+        self.buffer = Buffer(device, 4 * elements, STORAGE)
+        try:
+            self.memory = DeviceMemory(
+                device,
+                self.buffer.required_size,
+                self.buffer.memory_type_bits,
+                _MAPPABLE,
+                preferred,
+            )
+            self.buffer.bind(self.memory)
+            self.view: npt.NDArray[np.float32] | None = self.memory.view(np.float32, elements)
+        except BaseException:
+            self.buffer.close()
+            raise
+
+    def close(self) -> None:
+        self.view = None  # the view must go before the memory is unmapped
+        self.buffer.close()
+        self.memory.close()
+
+
+class _IoBuffers:
+    """Input and output buffers for up to `capacity` elements, bound in chunks.
+
+    One descriptor set per chunk: a binding may not exceed the device's max storage buffer
+    range (128 MiB on lavapipe).
+    """
+
+    def __init__(
+        self, device: Device, set_layout: DescriptorSetLayout, capacity: int, chunk: int
+    ) -> None:
+        self.capacity = capacity
+        self.chunk = chunk
+        chunks = math.ceil(capacity / chunk)
+        self._owned: list[_HostBuffer | DescriptorPool] = []
+        try:
+            self.input = self._keep(_HostBuffer(device, capacity, DEVICE_LOCAL))
+            # Read back through cached memory where there is such (discrete GPUs).
+            self.output = self._keep(_HostBuffer(device, capacity, HOST_CACHED))
+            self.pool = self._keep(DescriptorPool(device, chunks, 2 * chunks))
+            self.sets: list[DescriptorSet] = []
+            for first in range(0, capacity, chunk):
+                size = 4 * min(chunk, capacity - first)
+                descriptor_set = self.pool.allocate(set_layout)
+                descriptor_set.write_buffers(
+                    [(self.input.buffer, 4 * first, size), (self.output.buffer, 4 * first, size)]
+                )
+                self.sets.append(descriptor_set)
+        except BaseException:
+            self.close()
+            raise
+
+    def _keep(self, owned: _Owned) -> _Owned:
+        self._owned.append(owned)
+        return owned
+
+    def close(self) -> None:
+        for owned in reversed(self._owned):
+            owned.close()
+        self._owned = []
+
+
+def _chunk_elements(info: DeviceInfo, max_binding_bytes: int | None) -> int:
+    """Elements per binding: within the device's range, at an offset alignment it accepts."""
+    limit = info.max_storage_buffer_range
+    if max_binding_bytes is not None:
+        limit = min(limit, max_binding_bytes)
+    step = math.lcm(4, info.min_storage_buffer_offset_alignment)
+    chunk_bytes = limit - limit % step
+    if chunk_bytes <= 0:
+        raise ValueError(f"a binding of {limit} bytes cannot hold one aligned chunk")
+    return chunk_bytes // 4
+
+
+class GpuComputePipeline:
+    """Doubles float32 arrays on a Vulkan device: `GpuComputePipeline().execute(x) == 2 * x`.
+
+    The device, shader, layouts and pipeline are made once. Input/output buffers are sized to
+    the input and reused while large enough; the command buffer is recorded once per input size
+    and resubmitted. Use as a context manager or call close().
+    """
+
+    def __init__(
+        self,
+        device_index: int = 0,
+        *,
+        validation: bool | None = None,
+        max_binding_bytes: int | None = None,
+    ) -> None:
+        self._instance = Instance(validation=validation)
+        try:
+            device = Device(self._instance.physical_device(device_index))
+            info = device.info
+            self._workgroup_size = min(
+                WORKGROUP_SIZE, info.max_workgroup_size[0], info.max_workgroup_invocations
+            )
+            self._max_groups = info.max_workgroup_count[0]
+            self._chunk = _chunk_elements(info, max_binding_bytes)
+            self._set_layout = DescriptorSetLayout(device, 2)
+            self._layout = PipelineLayout(device, [self._set_layout], push_constant_bytes=4)
+            with ShaderModule.packaged(device, SHADER) as shader:
+                self._pipeline = ComputePipeline(
+                    device, self._layout, shader, specialization={0: self._workgroup_size}
+                )
+            self._command = CommandPool(device).allocate()
+            self._fence = Fence(device)
+        except BaseException:
+            self._instance.close()
+            raise
+        self.device = device
+        self._io: _IoBuffers | None = None
+        self._recorded_n = 0
+
+    @property
+    def info(self) -> DeviceInfo:
+        """The properties of the device the pipeline runs on."""
+        return self.device.info
+
+    def execute(self, values: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """2 * values, computed on the device, as a new array of the same shape."""
+        array = self._checked_input(values)
+        n = array.size
+        io = self._buffers_for(n)
+        if self._recorded_n != n:
+            self._record(io, n)
+        assert io.input.view is not None and io.output.view is not None
+        io.input.view[:n] = array.reshape(-1)
+        self.device.submit(self._command, self._fence)
+        self._fence.wait()
+        self._fence.reset()
+        result: npt.NDArray[np.float32] = io.output.view[:n].copy().reshape(array.shape)
+        return result
+
+    def _checked_input(self, values: Any) -> npt.NDArray[np.float32]:
+        _ = self.device.raw  # raises ObjectClosedError after close()
+        if not isinstance(values, np.ndarray):
+            raise TypeError(f"execute() expects a numpy float32 array, got {type(values).__name__}")
+        if values.dtype != np.float32:
+            raise TypeError(
+                f"execute() expects dtype float32, got {values.dtype}; "
+                "convert with values.astype(numpy.float32)"
+            )
+        if values.size == 0:
+            raise ValueError("execute() got an empty array; it needs at least one element")
+        return np.ascontiguousarray(values)
+
+    def _buffers_for(self, n: int) -> _IoBuffers:
+        if self._io is None or self._io.capacity < n:
+            if self._io is not None:
+                self._io.close()
+                self._io = None
+            self._recorded_n = 0
+            self._io = _IoBuffers(self.device, self._set_layout, n, self._chunk)
+        return self._io
+
+    def _record(self, io: _IoBuffers, n: int) -> None:
+        command = self._command
+        command.begin()
+        command.bind_pipeline(self._pipeline)
+        for index, first in enumerate(range(0, n, self._chunk)):
+            count = min(self._chunk, n - first)
+            command.bind_descriptor_sets(self._layout, [io.sets[index]])
+            command.push_constants(self._layout, pack_push_constants(count))
+            command.dispatch(min(math.ceil(count / self._workgroup_size), self._max_groups))
+        command.barrier("compute", "host")
+        command.end()
+        self._recorded_n = n
+
+    def close(self) -> None:
+        """Release every Vulkan object of the pipeline. A second call does nothing."""
+        if self._io is not None:
+            self._io.close()
+            self._io = None
+        self._instance.close()
+
+    def __enter__(self) -> GpuComputePipeline:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

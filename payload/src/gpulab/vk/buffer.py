@@ -1,0 +1,50 @@
+"""Buffers: creation, memory requirements and binding to device memory."""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+from gpulab.vk._binding import vk
+from gpulab.vk._handle import VkObject
+
+if TYPE_CHECKING:
+    from gpulab.vk.device import Device
+    from gpulab.vk.memory import DeviceMemory
+
+STORAGE = 0x20  # VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+TRANSFER_SRC = 0x01
+TRANSFER_DST = 0x02
+
+
+class Buffer(VkObject):
+    """A VkBuffer. Bind it to memory with `bind()`; the buffer keeps that memory referenced."""
+
+    def __init__(self, device: Device, size: int, usage: int = STORAGE) -> None:
+        if size <= 0:
+            raise ValueError(f"buffer size must be positive, got {size}")
+        info = vk.VkBufferCreateInfo(
+            size=size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE
+        )
+        raw = vk.vkCreateBuffer(device.raw, info, None)
+        self._own(raw, functools.partial(vk.vkDestroyBuffer, device.raw, raw, None), device)
+        self.device = device
+        self.size = size
+        self.usage = usage
+        requirements = vk.vkGetBufferMemoryRequirements(device.raw, raw)
+        self.required_size: int = requirements.size
+        self.alignment: int = requirements.alignment
+        self.memory_type_bits: int = requirements.memoryTypeBits
+        self.memory: DeviceMemory | None = None
+
+    def bind(self, memory: DeviceMemory, offset: int = 0) -> None:
+        """Bind to `memory` at `offset` (once, as Vulkan allows)."""
+        if self.memory is not None:
+            raise ValueError(f"{self!r} is already bound to memory")
+        if offset % self.alignment or offset + self.required_size > memory.size:
+            raise ValueError(
+                f"cannot bind {self.required_size} bytes at offset {offset} "
+                f"(alignment {self.alignment}) in {memory.size}-byte memory"
+            )
+        vk.vkBindBufferMemory(self.device.raw, self.raw, memory.raw, offset)
+        self.memory = memory

@@ -1,0 +1,176 @@
+"""Command pools and command buffers: record once, submit many times."""
+
+from __future__ import annotations
+
+import functools
+import struct
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from gpulab.vk._binding import vk
+from gpulab.vk._handle import VkObject
+
+if TYPE_CHECKING:
+    from gpulab.vk.buffer import Buffer
+    from gpulab.vk.descriptors import DescriptorSet
+    from gpulab.vk.device import Device
+    from gpulab.vk.pipeline import ComputePipeline, PipelineLayout
+    from gpulab.vk.query import TimestampQueryPool
+
+_COMPUTE_BIND_POINT = 1  # VK_PIPELINE_BIND_POINT_COMPUTE
+_COMPUTE_STAGE_BIT = 0x20  # VK_SHADER_STAGE_COMPUTE_BIT
+_STAGE_COMPUTE = 0x800  # VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+_STAGE_TRANSFER = 0x1000  # VK_PIPELINE_STAGE_TRANSFER_BIT
+_STAGE_HOST = 0x4000  # VK_PIPELINE_STAGE_HOST_BIT
+_STAGE_BOTTOM = 0x2000  # VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT
+_ACCESS_SHADER_READ = 0x20
+_ACCESS_SHADER_WRITE = 0x40
+_ACCESS_TRANSFER_READ = 0x800
+_ACCESS_TRANSFER_WRITE = 0x1000
+_ACCESS_HOST_READ = 0x2000
+_ACCESS_HOST_WRITE = 0x4000
+_RESET_COMMAND_BUFFER = 0x2  # VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT
+_PRIMARY = 0  # VK_COMMAND_BUFFER_LEVEL_PRIMARY
+
+STAGES = {"compute": _STAGE_COMPUTE, "transfer": _STAGE_TRANSFER, "host": _STAGE_HOST}
+"""Barrier endpoints by name, with the accesses each side makes."""
+_ACCESS_AFTER = {
+    "compute": _ACCESS_SHADER_WRITE,
+    "transfer": _ACCESS_TRANSFER_WRITE,
+    "host": _ACCESS_HOST_WRITE,
+}
+_ACCESS_BEFORE = {
+    "compute": _ACCESS_SHADER_READ | _ACCESS_SHADER_WRITE,
+    "transfer": _ACCESS_TRANSFER_READ | _ACCESS_TRANSFER_WRITE,
+    "host": _ACCESS_HOST_READ,
+}
+
+
+class CommandPool(VkObject):
+    """A command pool on the device's queue family; its buffers can be reset one by one."""
+
+    def __init__(self, device: Device) -> None:
+        info = vk.VkCommandPoolCreateInfo(
+            flags=_RESET_COMMAND_BUFFER, queueFamilyIndex=device.queue_family
+        )
+        raw = vk.vkCreateCommandPool(device.raw, info, None)
+        self._own(raw, functools.partial(vk.vkDestroyCommandPool, device.raw, raw, None), device)
+        self.device = device
+
+    def allocate(self) -> CommandBuffer:
+        """One primary command buffer from this pool."""
+        return CommandBuffer(self)
+
+
+class CommandBuffer(VkObject):
+    """A primary command buffer, owned by its pool.
+
+    Record between `begin()` and `end()`; the recording can be submitted again and again
+    (Device.submit) until `begin()` starts a new one. Objects used by the recording are kept
+    referenced until then.
+    """
+
+    def __init__(self, pool: CommandPool) -> None:
+        device = pool.device
+        info = vk.VkCommandBufferAllocateInfo(
+            commandPool=pool.raw, level=_PRIMARY, commandBufferCount=1
+        )
+        raw = vk.vkAllocateCommandBuffers(device.raw, info)[0]
+        destroy = functools.partial(vk.vkFreeCommandBuffers, device.raw, pool.raw, 1, [raw])
+        self._own(raw, destroy, pool)
+        self.device = device
+        self.recorded = False
+        self._submit_info: Any = None
+        self._array = vk.ffi.new("VkCommandBuffer[1]", [raw])
+        self._used: list[object] = []
+
+    def begin(self) -> None:
+        """Start a new recording (replacing the previous one)."""
+        self._used = []
+        self.recorded = False
+        vk.vkBeginCommandBuffer(self.raw, vk.VkCommandBufferBeginInfo())
+
+    def end(self) -> None:
+        """Finish the recording; it can now be submitted."""
+        vk.vkEndCommandBuffer(self.raw)
+        # Built once per recording: resubmission then costs no struct building.
+        self._submit_info = vk.ffi.new(
+            "VkSubmitInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                "commandBufferCount": 1,
+                "pCommandBuffers": self._array,
+            },
+        )
+        self.recorded = True
+
+    def submit_info(self) -> Any:
+        """The VkSubmitInfo of the finished recording."""
+        _ = self.raw
+        if not self.recorded:
+            raise ValueError(f"{self!r} has no finished recording to submit")
+        return self._submit_info
+
+    def bind_pipeline(self, pipeline: ComputePipeline) -> None:
+        """Bind a compute pipeline."""
+        self._used.append(pipeline)
+        vk.vkCmdBindPipeline(self.raw, _COMPUTE_BIND_POINT, pipeline.raw)
+
+    def bind_descriptor_sets(
+        self, layout: PipelineLayout, sets: Sequence[DescriptorSet], first_set: int = 0
+    ) -> None:
+        """Bind descriptor sets for compute."""
+        self._used.extend(sets)
+        raw_sets = [s.raw for s in sets]
+        vk.vkCmdBindDescriptorSets(
+            self.raw, _COMPUTE_BIND_POINT, layout.raw, first_set, len(raw_sets), raw_sets, 0, None
+        )
+
+    def push_constants(self, layout: PipelineLayout, data: bytes, offset: int = 0) -> None:
+        """Push constant bytes (see `pack_push_constants`)."""
+        pointer = vk.ffi.from_buffer(data)
+        vk.vkCmdPushConstants(self.raw, layout.raw, _COMPUTE_STAGE_BIT, offset, len(data), pointer)
+
+    def dispatch(self, x: int, y: int = 1, z: int = 1) -> None:
+        """Dispatch x*y*z workgroups of the bound pipeline."""
+        vk.vkCmdDispatch(self.raw, x, y, z)
+
+    def copy_buffer(
+        self, source: Buffer, target: Buffer, size: int, src_offset: int = 0, dst_offset: int = 0
+    ) -> None:
+        """Copy `size` bytes between buffers."""
+        self._used.extend((source, target))
+        region = vk.VkBufferCopy(srcOffset=src_offset, dstOffset=dst_offset, size=size)
+        vk.vkCmdCopyBuffer(self.raw, source.raw, target.raw, 1, [region])
+
+    def barrier(self, after: str, before: str) -> None:
+        """A global memory barrier: writes by stage `after` are visible to stage `before`.
+
+        Stages: "compute", "transfer", "host" (as in STAGES).
+        """
+        memory_barrier = vk.VkMemoryBarrier(
+            srcAccessMask=_ACCESS_AFTER[after], dstAccessMask=_ACCESS_BEFORE[before]
+        )
+        vk.vkCmdPipelineBarrier(
+            self.raw, STAGES[after], STAGES[before], 0, 1, [memory_barrier], 0, None, 0, None
+        )
+
+    def reset_queries(
+        self, pool: TimestampQueryPool, first: int = 0, count: int | None = None
+    ) -> None:
+        """Reset queries before writing them in this recording."""
+        self._used.append(pool)
+        count = pool.count - first if count is None else count
+        vk.vkCmdResetQueryPool(self.raw, pool.raw, first, count)
+
+    def write_timestamp(self, pool: TimestampQueryPool, query: int) -> None:
+        """Write a timestamp once all earlier commands have completed."""
+        vk.vkCmdWriteTimestamp(self.raw, _STAGE_BOTTOM, pool.raw, query)
+
+
+def pack_push_constants(*values: int | float) -> bytes:
+    """Push constant bytes: ints as uint32, floats as float32, in order."""
+    return b"".join(
+        struct.pack("<f", v) if isinstance(v, float) else struct.pack("<I", v & 0xFFFFFFFF)
+        for v in values
+    )

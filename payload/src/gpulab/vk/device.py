@@ -1,0 +1,62 @@
+"""The logical device and its compute queue. The device owns every object created on it."""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+from gpulab.vk._binding import check, raw_lib, vk
+from gpulab.vk._handle import VkObject
+from gpulab.vk.physical_device import DeviceInfo, PhysicalDevice
+
+if TYPE_CHECKING:
+    from gpulab.vk.commands import CommandBuffer
+    from gpulab.vk.sync import Fence
+
+
+class Device(VkObject):
+    """A VkDevice with one queue of the physical device's compute family.
+
+    Closing the device waits for it to go idle, then closes every object made on it.
+    """
+
+    def __init__(self, physical_device: PhysicalDevice, queue_family: int | None = None) -> None:
+        family = physical_device.compute_queue_family() if queue_family is None else queue_family
+        priorities = [1.0]
+        queue_info = vk.VkDeviceQueueCreateInfo(
+            queueFamilyIndex=family, queueCount=1, pQueuePriorities=priorities
+        )
+        create_info = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=[queue_info])
+        raw = vk.vkCreateDevice(physical_device.raw, create_info, None)
+        self._own(raw, functools.partial(vk.vkDestroyDevice, raw, None), physical_device)
+        self.physical_device = physical_device
+        self.queue_family = family
+        self._queue = vk.vkGetDeviceQueue(raw, family, 0)
+        self._lib = raw_lib()
+
+    @property
+    def info(self) -> DeviceInfo:
+        """The physical device's properties."""
+        return self.physical_device.info
+
+    def submit(self, command_buffer: CommandBuffer, fence: Fence | None = None) -> None:
+        """Submit one recorded command buffer to the queue, signalling `fence` when done."""
+        submit_info = command_buffer.submit_info()
+        raw_fence = vk.VK_NULL_HANDLE if fence is None else fence.raw
+        check("vkQueueSubmit", self._lib.vkQueueSubmit(self._queue, 1, submit_info, raw_fence))
+
+    def wait_idle(self) -> None:
+        """Wait until the device has finished all submitted work."""
+        vk.vkDeviceWaitIdle(self.raw)
+
+    @property
+    def raw_queue(self) -> Any:
+        """The VkQueue handle."""
+        _ = self.raw  # raises ObjectClosedError after close()
+        return self._queue
+
+    def close(self) -> None:
+        """Wait for idle, close every child (buffers, memory, pipelines, ...), then the device."""
+        if not self.closed:
+            vk.vkDeviceWaitIdle(self._raw)
+        super().close()

@@ -1,0 +1,140 @@
+"""The Vulkan instance: application info, optional validation, physical device enumeration."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+from gpulab._version import __version__
+from gpulab.vk._binding import decode_version, instance_function, make_version, vk
+from gpulab.vk._handle import VkObject
+from gpulab.vk.errors import NoVulkanDevice
+from gpulab.vk.physical_device import PhysicalDevice
+
+VALIDATION_ENV = "GPULAB_VK_VALIDATION"
+VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
+DEBUG_UTILS = "VK_EXT_debug_utils"
+API_VERSION = make_version(1, 2)
+"""The version we ask for; 1.1 gives subgroup properties, 1.2 driver properties."""
+
+log = logging.getLogger("gpulab.vk.validation")
+
+
+def validation_requested() -> bool:
+    """Whether GPULAB_VK_VALIDATION asks for the validation layer."""
+    return os.environ.get(VALIDATION_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _available_layers() -> set[str]:
+    return {layer.layerName for layer in vk.vkEnumerateInstanceLayerProperties()}
+
+
+def _available_extensions() -> set[str]:
+    return {ext.extensionName for ext in vk.vkEnumerateInstanceExtensionProperties(None)}
+
+
+def _on_validation_message(severity: int, _types: int, data: Any, _user: Any) -> int:
+    message = vk.ffi.string(data.pMessage).decode(errors="replace")
+    level = (
+        logging.ERROR
+        if severity >= vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
+        else (logging.WARNING)
+    )
+    log.log(level, "%s", message)
+    return 0
+
+
+def _create_messenger(raw_instance: Any) -> Callable[[], object]:
+    """Create a debug messenger forwarding validation messages to logging; returns its destroyer."""
+    create = instance_function(raw_instance, "vkCreateDebugUtilsMessengerEXT")
+    destroy = instance_function(raw_instance, "vkDestroyDebugUtilsMessengerEXT")
+    info = vk.VkDebugUtilsMessengerCreateInfoEXT(
+        messageSeverity=vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT
+        | vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        messageType=vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
+        | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
+        | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        pfnUserCallback=_on_validation_message,
+    )
+    raw = create(raw_instance, info, None)
+    return functools.partial(destroy, raw_instance, raw, None)
+
+
+def _destroy_instance(raw: Any, destroy_messenger: Callable[[], object] | None) -> None:
+    # The instance owns its messenger: it goes first, inside the instance's one release path.
+    if destroy_messenger is not None:
+        destroy_messenger()
+    vk.vkDestroyInstance(raw, None)
+
+
+class Instance(VkObject):
+    """A VkInstance. Validation is off unless `validation=True` or GPULAB_VK_VALIDATION=1.
+
+    When validation is asked for but the layer is not installed, a warning is logged and the
+    instance is created without it.
+    """
+
+    def __init__(self, app_name: str = "gpulab", validation: bool | None = None) -> None:
+        want_validation = validation_requested() if validation is None else validation
+        layers: list[str] = []
+        extensions: list[str] = []
+        if want_validation:
+            if VALIDATION_LAYER in _available_layers():
+                layers.append(VALIDATION_LAYER)
+                if DEBUG_UTILS in _available_extensions():
+                    extensions.append(DEBUG_UTILS)
+            else:
+                log.warning("%s is not installed; running without validation", VALIDATION_LAYER)
+        app_info = vk.VkApplicationInfo(
+            pApplicationName=app_name,
+            applicationVersion=make_version(*map(int, __version__.split(".")[:3])),
+            pEngineName="gpulab",
+            engineVersion=make_version(*map(int, __version__.split(".")[:3])),
+            apiVersion=API_VERSION,
+        )
+        create_info = vk.VkInstanceCreateInfo(
+            pApplicationInfo=app_info,
+            ppEnabledLayerNames=layers or None,
+            ppEnabledExtensionNames=extensions or None,
+        )
+        raw = vk.vkCreateInstance(create_info, None)
+        try:
+            destroy_messenger = _create_messenger(raw) if extensions else None
+        except BaseException:
+            vk.vkDestroyInstance(raw, None)
+            raise
+        self._own(raw, functools.partial(_destroy_instance, raw, destroy_messenger), None)
+        self.validation = bool(layers)
+        self._physical_devices: list[PhysicalDevice] | None = None
+
+    @property
+    def api_version(self) -> str:
+        """The version of the loader's instance-level API."""
+        return decode_version(vk.vkEnumerateInstanceVersion())
+
+    def physical_devices(self) -> list[PhysicalDevice]:
+        """Every physical device, in the loader's order (index = position)."""
+        if self._physical_devices is None:
+            raws = vk.vkEnumeratePhysicalDevices(self.raw)
+            self._physical_devices = [PhysicalDevice(self, raw, i) for i, raw in enumerate(raws)]
+        return list(self._physical_devices)
+
+    def physical_device(self, index: int = 0) -> PhysicalDevice:
+        """The device with this index; NoVulkanDevice when there is none."""
+        devices = self.physical_devices()
+        if not devices:
+            raise NoVulkanDevice("vkEnumeratePhysicalDevices", "no Vulkan device was found")
+        if not 0 <= index < len(devices):
+            raise NoVulkanDevice(
+                "vkEnumeratePhysicalDevices",
+                f"device index {index} does not exist (devices: 0..{len(devices) - 1})",
+            )
+        return devices[index]
+
+    def close(self) -> None:
+        """Destroy the instance after every device and messenger created from it."""
+        self._physical_devices = None
+        super().close()
