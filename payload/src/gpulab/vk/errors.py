@@ -62,8 +62,8 @@ class UnknownVulkanError(VulkanError):
 class NoVulkanDevice(VulkanError):
     """No Vulkan loader, no driver, or no device: the message says how to get one."""
 
-    def __init__(self, call: str, reason: str) -> None:
-        super().__init__(call, f"{reason}; {NO_DEVICE_REMEDY}")
+    def __init__(self, call: str, reason: str, remedy: str = NO_DEVICE_REMEDY) -> None:
+        super().__init__(call, f"{reason}; {remedy}" if remedy else reason)
         self.reason = reason
 
 

@@ -130,7 +130,8 @@ class Instance(VkObject):
         if not 0 <= index < len(devices):
             raise NoVulkanDevice(
                 "vkEnumeratePhysicalDevices",
-                f"device index {index} does not exist (devices: 0..{len(devices) - 1})",
+                f"device index {index} does not exist",
+                f"devices: 0..{len(devices) - 1} (see gpulab devices)",
             )
         return devices[index]
 
