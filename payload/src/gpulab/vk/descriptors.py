@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from gpulab.vk._binding import vk
 from gpulab.vk._handle import VkObject
+from gpulab.vk.errors import OutOfPoolMemory
 
 if TYPE_CHECKING:
     from gpulab.vk.buffer import Buffer
@@ -50,9 +51,18 @@ class DescriptorPool(VkObject):
         raw = vk.vkCreateDescriptorPool(device.raw, info, None)
         self._own(raw, functools.partial(vk.vkDestroyDescriptorPool, device.raw, raw, None), device)
         self.device = device
+        self.max_sets = max_sets
 
     def allocate(self, layout: DescriptorSetLayout) -> DescriptorSet:
-        """One set of `layout` from this pool."""
+        """One set of `layout` from this pool; OutOfPoolMemory when `max_sets` are live.
+
+        Checked here because drivers differ: lavapipe hands out sets beyond maxSets.
+        """
+        live = sum(1 for ref in self._children.values() if ref() is not None)
+        if live >= self.max_sets:
+            raise OutOfPoolMemory(
+                "vkAllocateDescriptorSets", f"the pool's {self.max_sets} sets are all in use"
+            )
         return DescriptorSet(self, layout)
 
 

@@ -13,7 +13,7 @@ class VulkanError(RuntimeError):
         self.result = result
         text = f"{call} failed"
         if result is not None:
-            text += f" with VkResult {result}"
+            text += f" with {RESULT_NAMES.get(result, 'VkResult')} ({result})"
         if message:
             text += f": {message}"
         super().__init__(text)
@@ -75,6 +75,25 @@ class ObjectClosedError(RuntimeError):
     """A Vulkan object was used after close(); the message names the object."""
 
 
+RESULT_NAMES = {
+    1: "VK_NOT_READY",
+    2: "VK_TIMEOUT",
+    -1: "VK_ERROR_OUT_OF_HOST_MEMORY",
+    -2: "VK_ERROR_OUT_OF_DEVICE_MEMORY",
+    -3: "VK_ERROR_INITIALIZATION_FAILED",
+    -4: "VK_ERROR_DEVICE_LOST",
+    -5: "VK_ERROR_MEMORY_MAP_FAILED",
+    -6: "VK_ERROR_LAYER_NOT_PRESENT",
+    -7: "VK_ERROR_EXTENSION_NOT_PRESENT",
+    -8: "VK_ERROR_FEATURE_NOT_PRESENT",
+    -9: "VK_ERROR_INCOMPATIBLE_DRIVER",
+    -10: "VK_ERROR_TOO_MANY_OBJECTS",
+    -11: "VK_ERROR_FORMAT_NOT_SUPPORTED",
+    -12: "VK_ERROR_FRAGMENTED_POOL",
+    -13: "VK_ERROR_UNKNOWN",
+    -1000069000: "VK_ERROR_OUT_OF_POOL_MEMORY",
+}
+
 # VkResult codes by family; anything unlisted becomes UnknownVulkanError.
 RESULT_ERRORS: dict[int, type[VulkanError]] = {
     1: NotReady,  # VK_NOT_READY
@@ -95,9 +114,9 @@ RESULT_ERRORS: dict[int, type[VulkanError]] = {
 }
 
 
-def error_for_result(call: str, result: int) -> VulkanError:
+def error_for_result(call: str, result: int, message: str = "") -> VulkanError:
     """The typed exception for a failing VkResult of `call`."""
     cls = RESULT_ERRORS.get(result, UnknownVulkanError)
     if cls is NoVulkanDevice:
         return NoVulkanDevice(call, "the Vulkan loader found no compatible driver")
-    return cls(call, result=result)
+    return cls(call, message, result)

@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from gpulab.vk._binding import vk
 from gpulab.vk._handle import VkObject
-from gpulab.vk.errors import MemoryMapFailed, NoSuitableMemoryType
+from gpulab.vk.errors import MemoryMapFailed, NoSuitableMemoryType, VulkanError, error_for_result
 from gpulab.vk.physical_device import MEMORY_PROPERTIES, DeviceInfo, MemoryType
 
 if TYPE_CHECKING:
@@ -63,7 +63,15 @@ class DeviceMemory(VkObject):
             raise ValueError(f"device memory size must be positive, got {size}")
         self.memory_type = select_memory_type(device.info, type_bits, required, preferred)
         info = vk.VkMemoryAllocateInfo(allocationSize=size, memoryTypeIndex=self.memory_type.index)
-        raw = vk.vkAllocateMemory(device.raw, info, None)
+        try:
+            raw = vk.vkAllocateMemory(device.raw, info, None)
+        except VulkanError as exc:
+            heap = device.info.memory_heaps[self.memory_type.heap_index]
+            detail = (
+                f"{size} bytes from memory type {self.memory_type.index} "
+                f"(heap {heap.index} of {heap.size} bytes)"
+            )
+            raise error_for_result("vkAllocateMemory", exc.result or 0, detail) from None
         self._own(raw, functools.partial(vk.vkFreeMemory, device.raw, raw, None), device)
         self.device = device
         self.size = size
