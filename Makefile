@@ -37,14 +37,17 @@ collection: setup
 shaders:
 	@$(MAKE) -C payload/src/gpulab/shaders
 
+.PHONY: native native-arm64 native-sanitize
+native native-arm64 native-sanitize: ; @$(MAKE) -C payload/native $@
+
 lint: setup collection
 	ruff check payload tests
 	ruff format --check payload tests
 	mypy
 	ansible-lint
 
-test-payload: setup
-	pytest tests/payload
+test-payload: setup native
+	pytest tests/payload tests/native
 
 test-collection: setup collection
 	pytest tests/collection
@@ -52,4 +55,4 @@ test-collection: setup collection
 test-molecule: image collection
 	molecule test
 
-test: lint test-payload test-collection test-molecule
+test: lint test-payload test-collection test-molecule native-sanitize native-arm64

@@ -11,7 +11,8 @@ APT_PACKAGES=(
   # Vulkan: the loader, lavapipe (a CPU device), the GLSL compiler, vulkaninfo
   libvulkan1 mesa-vulkan-drivers glslc glslang-tools vulkan-tools
   # native libraries and their cross builds
-  build-essential cmake
+  build-essential cmake file gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
+  qemu-user-static binfmt-support
   # a userspace NFS client, for checks over the NFS protocol
   libnfs-utils
 )
