@@ -53,6 +53,6 @@ test-collection: setup collection
 	pytest tests/collection
 
 test-molecule: image collection
-	molecule test
+	bash lab/molecule-test.sh
 
 test: lint test-payload test-collection test-molecule native-sanitize native-arm64

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs `molecule test` for the full-cluster scenario (molecule/default) and prints its
+# timings at the end: the cold converge, the idempotent converge and the round trip of a
+# one-line Slurm job. Extra arguments go to molecule (e.g. -- -vvv).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+. lab/lib.sh
+
+state=$root/lab/.state
+mkdir -p "$state" "$LAB_APT_CACHE"
+export GPULAB_TIMINGS_FILE=$state/molecule-timings
+rm -f "$GPULAB_TIMINGS_FILE"
+
+start=$SECONDS
+molecule test "$@"
+rc=$?
+total=$((SECONDS - start))
+
+# One JSON line per record: {"playbook": ..., "seconds": ...} from the callback
+# (molecule/default/plugins/callback), {"job_round_trip": ...} from the verify tests.
+python3 - "$GPULAB_TIMINGS_FILE" "$total" "$rc" <<'PY'
+import json, sys
+path, total, rc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+records = []
+try:
+    with open(path, encoding="utf-8") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+except FileNotFoundError:
+    pass
+converges = [r["seconds"] for r in records if r.get("playbook") == "converge.yml"]
+trips = [r["job_round_trip"] for r in records if "job_round_trip" in r]
+def fmt(values, i):
+    return f"{values[i]:.1f} s" if len(values) > i else "not measured"
+print("=" * 64)
+print(f"molecule test: {'PASSED' if rc == 0 else f'FAILED (exit {rc})'} in {total} s")
+print(f"  cold converge                 {fmt(converges, 0)}")
+print(f"  idempotent converge           {fmt(converges, 1)}")
+print(f"  one-line Slurm job round trip {fmt(trips, 0)}")
+print("=" * 64)
+PY
+exit "$rc"
