@@ -1,0 +1,123 @@
+"""The module as Ansible runs it: argument checks, the runner, ansible-doc, the build."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_runner import (
+    CommandResult,
+    SlurmRunner,
+)
+from ansible_collections.gpulab.cluster.plugins.modules import slurm_job
+
+from .conftest import REPO
+
+
+def run_main(args: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    with patch_module_args(args), pytest.raises(SystemExit):
+        slurm_job.main()
+    result: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return result
+
+
+def test_script_and_command_are_mutually_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_main({"script": "#!/bin/sh\n", "command": "true"}, capsys)
+    assert result["failed"] is True
+    assert "mutually exclusive" in result["msg"]
+
+
+def test_a_job_needs_a_script_or_command(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_main({"name": "x"}, capsys)
+    assert result["failed"] is True
+    assert "script, script_path, command" in result["msg"]
+
+
+def test_present_needs_a_name(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_main({"state": "present", "command": "true"}, capsys)
+    assert "name" in result["msg"]
+
+
+def test_check_mode_through_main(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(SlurmRunner, "which", lambda self, name: f"/usr/bin/{name}")
+    result = run_main(
+        {"command": "hostname", "nodelist": "worker1", "_ansible_check_mode": True}, capsys
+    )
+    assert result["changed"] is True
+    assert result["cmd"] == [
+        "/usr/bin/sbatch",
+        "--parsable",
+        "--nodelist=worker1",
+        "--wrap=hostname",
+    ]
+
+
+class RecordingModule:
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], dict[str, Any]]] = []
+
+    def run_command(self, args: list[str], **kwargs: Any) -> tuple[int, str, str]:
+        self.calls.append((args, kwargs))
+        return 0, "42\n", ""
+
+    def get_bin_path(self, name: str, required: bool = False) -> str | None:
+        return None
+
+
+def test_runner_passes_an_argument_list_and_stdin() -> None:
+    module = RecordingModule()
+    result = SlurmRunner(module).run(("sbatch", "--parsable"), stdin="#!/bin/sh\n", env={"A": "1"})
+    assert result == CommandResult(0, "42\n", "")
+    assert module.calls == [
+        (
+            ["sbatch", "--parsable"],
+            {"data": "#!/bin/sh\n", "environ_update": {"A": "1"}, "check_rc": False},
+        )
+    ]
+    assert SlurmRunner(module).which("sbatch") is None
+
+
+def ansible_env() -> dict[str, str]:
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"))
+    env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def test_ansible_doc_reads_the_module_documentation() -> None:
+    doc = subprocess.run(
+        ["ansible-doc", "--json", "gpulab.cluster.slurm_job"],
+        cwd=REPO,
+        env=ansible_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    module = json.loads(doc.stdout)["gpulab.cluster.slurm_job"]
+    assert set(module["doc"]["options"]) == set(slurm_job.ARGUMENT_SPEC)
+    assert {"job_id", "state", "exit_code", "output_path"} <= set(module["return"])
+
+
+def test_build_packs_the_roles_and_the_module(tmp_path: Path) -> None:
+    env = ansible_env() | {"GPULAB_COLLECTION_OUT": str(tmp_path)}
+    subprocess.run(
+        ["bash", "scripts/build-collection.sh"], cwd=REPO, env=env, capture_output=True, check=True
+    )
+    with tarfile.open(tmp_path / "gpulab-cluster-1.0.0.tar.gz") as tarball:
+        names = set(tarball.getnames())
+    assert {
+        "roles/identity/tasks/main.yml",
+        "roles/munge/tasks/main.yml",
+        "roles/slurm/tasks/main.yml",
+        "roles/slurm/meta/argument_specs.yml",
+        "plugins/modules/slurm_job.py",
+        "plugins/module_utils/slurm_runner.py",
+        "meta/runtime.yml",
+    } <= names
