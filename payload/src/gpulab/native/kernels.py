@@ -42,6 +42,13 @@ def _same_length(op: str, x: FloatArray, y: FloatArray) -> None:
         raise ValueError(f"{op}: x has {x.shape[0]} elements but y has {y.shape[0]}")
 
 
+def _scalar(value: float) -> np.float32:
+    # The annotated variable pins the type: numpy's stubs leave np.float32() untyped for
+    # Python 3.10 targets.
+    result: np.float32 = np.float32(value)
+    return result
+
+
 def _in(native: _ffi.NativeLibrary, array: FloatArray) -> Any:
     return native.ffi.from_buffer("float[]", array)
 
@@ -72,31 +79,29 @@ def saxpy(a: float, x: npt.ArrayLike, y: npt.ArrayLike) -> FloatArray:
     xv, yv = _vector(x, "x"), _vector(y, "y")
     _same_length("saxpy", xv, yv)
     native, out = library(), np.empty_like(xv)
-    native.lib.gpulab_saxpy(
-        float(a), _in(native, xv), _in(native, yv), _out(native, out), xv.size
-    )
+    native.lib.gpulab_saxpy(float(a), _in(native, xv), _in(native, yv), _out(native, out), xv.size)
     return out
 
 
-def sum(x: npt.ArrayLike) -> np.float32:  # noqa: A001 - mirrors np.sum
+def sum(x: npt.ArrayLike) -> np.float32:
     """The sum of x (0 for an empty vector)."""
     xv, native = _vector(x, "x"), library()
-    return np.float32(native.lib.gpulab_sum(_in(native, xv), xv.size))
+    return _scalar(native.lib.gpulab_sum(_in(native, xv), xv.size))
 
 
 def _extreme(op: str, x: npt.ArrayLike) -> np.float32:
     xv, native = _vector(x, "x"), library()
     if xv.size == 0:
         raise ValueError(f"{op} of an empty vector")
-    return np.float32(getattr(native.lib, f"gpulab_{op}")(_in(native, xv), xv.size))
+    return _scalar(getattr(native.lib, f"gpulab_{op}")(_in(native, xv), xv.size))
 
 
-def min(x: npt.ArrayLike) -> np.float32:  # noqa: A001 - mirrors np.min
+def min(x: npt.ArrayLike) -> np.float32:
     """The smallest element of x; NaN if x holds a NaN."""
     return _extreme("min", x)
 
 
-def max(x: npt.ArrayLike) -> np.float32:  # noqa: A001 - mirrors np.max
+def max(x: npt.ArrayLike) -> np.float32:
     """The largest element of x; NaN if x holds a NaN."""
     return _extreme("max", x)
 
@@ -106,13 +111,13 @@ def dot(x: npt.ArrayLike, y: npt.ArrayLike) -> np.float32:
     xv, yv = _vector(x, "x"), _vector(y, "y")
     _same_length("dot", xv, yv)
     native = library()
-    return np.float32(native.lib.gpulab_dot(_in(native, xv), _in(native, yv), xv.size))
+    return _scalar(native.lib.gpulab_dot(_in(native, xv), _in(native, yv), xv.size))
 
 
 def l2_norm(x: npt.ArrayLike) -> np.float32:
     """sqrt(sum(x**2))."""
     xv, native = _vector(x, "x"), library()
-    return np.float32(native.lib.gpulab_l2_norm(_in(native, xv), xv.size))
+    return _scalar(native.lib.gpulab_l2_norm(_in(native, xv), xv.size))
 
 
 def normalize(x: npt.ArrayLike) -> FloatArray:
@@ -124,7 +129,7 @@ def normalize(x: npt.ArrayLike) -> FloatArray:
     return scale(xv, 1.0 / float(norm))
 
 
-def matvec(A: npt.ArrayLike, x: npt.ArrayLike) -> FloatArray:  # noqa: N803 - math names
+def matvec(A: npt.ArrayLike, x: npt.ArrayLike) -> FloatArray:
     """A @ x for A (m x n) and x (n)."""
     a, xv = _matrix(A, "A"), _vector(x, "x")
     m, n = a.shape
@@ -135,7 +140,7 @@ def matvec(A: npt.ArrayLike, x: npt.ArrayLike) -> FloatArray:  # noqa: N803 - ma
     return out
 
 
-def matmul(A: npt.ArrayLike, B: npt.ArrayLike) -> FloatArray:  # noqa: N803 - math names
+def matmul(A: npt.ArrayLike, B: npt.ArrayLike) -> FloatArray:
     """A @ B for A (m x k) and B (k x n)."""
     a, b = _matrix(A, "A"), _matrix(B, "B")
     (m, k), (k_b, n) = a.shape, b.shape
@@ -146,7 +151,7 @@ def matmul(A: npt.ArrayLike, B: npt.ArrayLike) -> FloatArray:  # noqa: N803 - ma
     return out
 
 
-def _square_system(A: npt.ArrayLike, b: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:  # noqa: N803
+def _square_system(A: npt.ArrayLike, b: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
     a, bv = _matrix(A, "A"), _vector(b, "b")
     if a.shape[0] != a.shape[1]:
         raise ValueError(f"jacobi: A must be square, got {a.shape[0]}x{a.shape[1]}")
@@ -156,7 +161,7 @@ def _square_system(A: npt.ArrayLike, b: npt.ArrayLike) -> tuple[FloatArray, Floa
 
 
 def jacobi_step(
-    A: npt.ArrayLike,  # noqa: N803 - math names
+    A: npt.ArrayLike,
     b: npt.ArrayLike,
     x: npt.ArrayLike,
 ) -> tuple[FloatArray, float]:
@@ -173,7 +178,7 @@ def jacobi_step(
 
 
 def jacobi(
-    A: npt.ArrayLike,  # noqa: N803 - math names
+    A: npt.ArrayLike,
     b: npt.ArrayLike,
     iterations: int,
     tolerance: float | None = None,
