@@ -6,6 +6,14 @@
 #include <math.h>
 #include <string.h>
 
+/* On x86-64, each loop is also compiled for AVX2 (x86-64-v3) and picked at load time, so
+ * the package stays portable to any x86-64 while using the wider vectors where they exist. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define VECTOR_CLONES
+#endif
+
 /* Accumulator lanes per reduction loop: enough independent chains to fill SIMD registers. */
 #define LANES 8
 /* Elements summed by one leaf of the pairwise recursion. */
@@ -17,14 +25,17 @@
 
 uint32_t gpulab_kernels_abi_version(void) { return GPULAB_KERNELS_ABI_VERSION; }
 
+VECTOR_CLONES
 void gpulab_add(const float *restrict x, const float *restrict y, float *restrict out, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];
 }
 
+VECTOR_CLONES
 void gpulab_scale(float a, const float *restrict x, float *restrict out, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a * x[i];
 }
 
+VECTOR_CLONES
 void gpulab_saxpy(float a, const float *restrict x, const float *restrict y, float *restrict out,
                   size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a * x[i] + y[i];
@@ -39,6 +50,7 @@ static size_t split_point(size_t n) { return (n / 2) / LANES * LANES; }
 
 /* The three reductions share one shape: a leaf with LANES double accumulators, and a
  * pairwise recursion above it, so the error grows with log(n) rather than n. */
+VECTOR_CLONES
 static double sum_leaf(const float *restrict x, size_t n) {
     double acc[LANES] = {0};
     size_t i = 0;
@@ -54,6 +66,7 @@ static double sum_pairwise(const float *x, size_t n) {
     return sum_pairwise(x, half) + sum_pairwise(x + half, n - half);
 }
 
+VECTOR_CLONES
 static double dot_leaf(const float *restrict x, const float *restrict y, size_t n) {
     double acc[LANES] = {0};
     size_t i = 0;
@@ -69,6 +82,7 @@ static double dot_pairwise(const float *x, const float *y, size_t n) {
     return dot_pairwise(x, y, half) + dot_pairwise(x + half, y + half, n - half);
 }
 
+VECTOR_CLONES
 static double sumsq_leaf(const float *restrict x, size_t n) {
     double acc[LANES] = {0};
     size_t i = 0;
@@ -113,6 +127,7 @@ static float from_order_key(int32_t key) {
 static const int32_t MAGNITUDE_MASK = 0x7fffffff;
 static const int32_t INFINITY_BITS = 0x7f800000;
 
+VECTOR_CLONES
 float gpulab_min(const float *restrict x, size_t n) {
     int32_t lowest = INT32_MAX, largest_magnitude = 0;
     for (size_t i = 0; i < n; i++) {
@@ -124,6 +139,7 @@ float gpulab_min(const float *restrict x, size_t n) {
     return largest_magnitude > INFINITY_BITS ? NAN : from_order_key(lowest);
 }
 
+VECTOR_CLONES
 float gpulab_max(const float *restrict x, size_t n) {
     int32_t highest = INT32_MIN, largest_magnitude = 0;
     for (size_t i = 0; i < n; i++) {
@@ -143,6 +159,7 @@ static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
 /* Tiles keep a BLOCK_K x BLOCK_N panel of b in cache while BLOCK_M rows of c are updated;
  * the innermost loop runs along a row of b and c, contiguous, and vectorizes. */
+VECTOR_CLONES
 void gpulab_matmul(const float *restrict a, const float *restrict b, float *restrict c, size_t m,
                    size_t k, size_t n) {
     for (size_t i = 0; i < m * n; i++) c[i] = 0.0f;
