@@ -25,6 +25,7 @@ from gpulab.vk import (
     pack_push_constants,
 )
 from gpulab.vk.buffer import STORAGE
+from gpulab.vk.instance import shared_instance
 from gpulab.vk.memory import DEVICE_LOCAL, HOST_CACHED, HOST_COHERENT, HOST_VISIBLE
 
 SHADER = "times_two"
@@ -114,7 +115,9 @@ def _chunk_elements(info: DeviceInfo, max_binding_bytes: int | None) -> int:
 class GpuComputePipeline:
     """Doubles float32 arrays on a Vulkan device: `GpuComputePipeline().execute(x) == 2 * x`.
 
-    The device, shader, layouts and pipeline are made once. Input/output buffers are sized to
+    The pipeline owns its device, made from `instance` (default: the process-wide shared
+    instance; GPULAB_VK_VALIDATION=1 turns validation on). The shader, layouts and pipeline are
+    made once. Input/output buffers are sized to
     the input and reused while large enough; the command buffer is recorded once per input size
     and resubmitted. Use as a context manager or call close().
     """
@@ -123,12 +126,12 @@ class GpuComputePipeline:
         self,
         device_index: int = 0,
         *,
-        validation: bool | None = None,
+        instance: Instance | None = None,
         max_binding_bytes: int | None = None,
     ) -> None:
-        self._instance = Instance(validation=validation)
+        chosen = shared_instance() if instance is None else instance
+        device = Device(chosen.physical_device(device_index))
         try:
-            device = Device(self._instance.physical_device(device_index))
             info = device.info
             self._workgroup_size = min(
                 WORKGROUP_SIZE, info.max_workgroup_size[0], info.max_workgroup_invocations
@@ -144,7 +147,7 @@ class GpuComputePipeline:
             self._command = CommandPool(device).allocate()
             self._fence = Fence(device)
         except BaseException:
-            self._instance.close()
+            device.close()
             raise
         self.device = device
         self._io: _IoBuffers | None = None
@@ -206,11 +209,11 @@ class GpuComputePipeline:
         self._recorded_n = n
 
     def close(self) -> None:
-        """Release every Vulkan object of the pipeline. A second call does nothing."""
+        """Release every Vulkan object of the pipeline (the instance is shared, and stays)."""
         if self._io is not None:
             self._io.close()
             self._io = None
-        self._instance.close()
+        self.device.close()
 
     def __enter__(self) -> GpuComputePipeline:
         return self

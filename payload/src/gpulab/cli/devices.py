@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from gpulab.cli.errors import EXIT_OK
-from gpulab.vk import DeviceInfo, Instance, NoVulkanDevice
+from gpulab.vk import DeviceInfo, NoVulkanDevice
+from gpulab.vk.instance import shared_instance
 
 GIB = 1 << 30
 
@@ -32,8 +33,7 @@ def device_summary(info: DeviceInfo) -> dict[str, Any]:
 
 def list_devices() -> list[DeviceInfo]:
     """Every Vulkan device; NoVulkanDevice when there is none (or no loader, or no driver)."""
-    with Instance() as instance:
-        infos = [device.info for device in instance.physical_devices()]
+    infos = [device.info for device in shared_instance().physical_devices()]
     if not infos:
         raise NoVulkanDevice("vkEnumeratePhysicalDevices", "no Vulkan device was found")
     return infos

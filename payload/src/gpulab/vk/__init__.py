@@ -25,7 +25,7 @@ from gpulab.vk.errors import (
     UnknownVulkanError,
     VulkanError,
 )
-from gpulab.vk.instance import Instance
+from gpulab.vk.instance import Instance, shared_instance
 from gpulab.vk.memory import DeviceMemory, select_memory_type
 from gpulab.vk.physical_device import (
     DeviceInfo,
@@ -80,4 +80,5 @@ __all__ = [
     "pack_push_constants",
     "packaged_spirv",
     "select_memory_type",
+    "shared_instance",
 ]

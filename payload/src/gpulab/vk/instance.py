@@ -139,3 +139,20 @@ class Instance(VkObject):
         """Destroy the instance after every device and messenger created from it."""
         self._physical_devices = None
         super().close()
+
+
+_shared: Instance | None = None
+
+
+def shared_instance() -> Instance:
+    """The process-wide instance, created on first use and owned by this module.
+
+    Long-lived code shares it instead of making its own: NVIDIA's driver (580 in a container)
+    refuses vkCreateInstance after about 30 instances in one process, even destroyed ones.
+    It is destroyed at exit (after the devices made from it), or by an explicit close(), after
+    which the next call makes a new one.
+    """
+    global _shared  # noqa: PLW0603 - the one process-wide instance
+    if _shared is None or _shared.closed:
+        _shared = Instance()
+    return _shared
