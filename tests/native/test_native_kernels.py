@@ -62,7 +62,7 @@ def test_sum_is_more_accurate_than_float32_accumulation() -> None:
     # Large, cancelling terms: a naive float32 running sum loses most digits here.
     rng = np.random.default_rng(3)
     x = (rng.standard_normal(1 << 20) * 1e4).astype(np.float32)
-    x = np.concatenate([x, -x[::-1], np.float32([0.5])])
+    x = np.concatenate([x, -x[::-1], np.array([0.5], dtype=np.float32)])
     assert kernels.sum(x) == np.float32(0.5)
 
 
