@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-GPULAB = Path(sys.executable).with_name("gpulab")
+# The installed console script; `python -m gpulab` where the package is only on the path.
+SCRIPT = Path(sys.executable).with_name("gpulab")
+GPULAB = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gpulab"]
 CONTRACT_DEVICE_KEYS = {
     "index",
     "name",
@@ -25,7 +27,7 @@ CONTRACT_DEVICE_KEYS = {
 
 def gpulab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(GPULAB), *args],
+        [*GPULAB, *args],
         capture_output=True,
         text=True,
         env=env,
