@@ -114,6 +114,14 @@ def test_push_constants_beyond_the_limit_are_refused(device: Device) -> None:
         PipelineLayout(device, [], push_constant_bytes=device.info.max_push_constants_size + 4)
 
 
+def test_submit_without_a_fence_then_wait_idle(device: Device) -> None:
+    command = CommandPool(device).allocate()
+    command.begin()
+    command.end()
+    device.submit(command)
+    device.wait_idle()
+
+
 def test_submitting_an_unrecorded_command_buffer_is_refused(device: Device) -> None:
     command = CommandPool(device).allocate()
     with pytest.raises(ValueError, match="no finished recording"):

@@ -42,7 +42,7 @@ class Device(VkObject):
     def submit(self, command_buffer: CommandBuffer, fence: Fence | None = None) -> None:
         """Submit one recorded command buffer to the queue, signalling `fence` when done."""
         submit_info = command_buffer.submit_info()
-        raw_fence = vk.VK_NULL_HANDLE if fence is None else fence.raw
+        raw_fence = vk.ffi.NULL if fence is None else fence.raw  # raw call: NULL, not the int 0
         check("vkQueueSubmit", self._lib.vkQueueSubmit(self._queue, 1, submit_info, raw_fence))
 
     def wait_idle(self) -> None:
