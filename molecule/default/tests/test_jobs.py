@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -56,34 +57,26 @@ def test_sbatch_job_completes_on_worker(
     _check_accounting(cluster, controller, job_id, eventually)
 
 
-def _slurm_job(cluster: Cluster, args: dict[str, Any]) -> dict[str, Any]:
-    """Runs the module ad hoc on the controller; returns its result."""
-    env = dict(os.environ)
-    env.pop("GPULAB_TIMINGS_FILE", None)
-    env.update(
-        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-        ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
-        ANSIBLE_CALLBACKS_ENABLED="",
-    )
+def _slurm_job(cluster: Cluster, args: dict[str, Any], tree: Path) -> dict[str, Any]:
+    """Runs the module ad hoc on the controller; returns its result (--tree writes it)."""
+    env = {k: v for k, v in os.environ.items() if k != "GPULAB_TIMINGS_FILE"}
     run = subprocess.run(
-        ["ansible", cluster.controller, "-i", cluster.inventory,
+        ["ansible", cluster.controller, "-i", cluster.inventory, "--tree", str(tree),
          "-m", "gpulab.cluster.slurm_job", "-a", json.dumps(args)],
         capture_output=True, text=True, env=env, check=False,
     )  # fmt: skip
-    assert run.stdout.strip(), f"ansible printed nothing: {run.stderr}"
-    report = json.loads(run.stdout)
-    result: dict[str, Any] = report["plays"][0]["tasks"][0]["hosts"][cluster.controller]
+    report = tree / cluster.controller
+    assert report.is_file(), f"ansible gave no result: {run.stdout}{run.stderr}"
+    result: dict[str, Any] = json.loads(report.read_text())
     assert run.returncode == 0, f"slurm_job failed: {result.get('msg', result)}"
     return result
 
 
 def test_slurm_job_module_completes_on_worker(
-    cluster: Cluster, controller: Host, worker: str, eventually: Any
+    cluster: Cluster, controller: Host, worker: str, eventually: Any, tmp_path: Path
 ) -> None:
-    result = _slurm_job(
-        cluster,
-        {"command": "hostname", "nodelist": worker, "output": OUTPUT, "wait": True, "timeout": 120},
-    )
+    args = {"command": "hostname", "nodelist": worker, "output": OUTPUT, "wait": True}
+    result = _slurm_job(cluster, args, tmp_path)
     assert result["changed"]
     assert (result["state"], result["exit_code"], result["nodes"]) == ("COMPLETED", 0, worker)
     assert result["output_path"] == OUTPUT.replace("%j", result["job_id"])
