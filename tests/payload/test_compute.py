@@ -62,9 +62,7 @@ def test_an_input_beyond_the_device_binding_limit(pipeline: GpuComputePipeline) 
         pytest.skip(f"a {limit}-byte binding limit needs too large an input to exceed here")
     n = limit // 4 + 5  # lavapipe: 128 MiB per binding, so two chunks
     values = np.arange(n, dtype=np.float32)
-    result = pipeline.execute(values)
-    np.testing.assert_array_equal(result[-10:], values[-10:] * 2)
-    np.testing.assert_array_equal(result, values * 2)
+    assert np.array_equal(pipeline.execute(values), values * 2)
 
 
 def test_empty_input_is_refused(pipeline: GpuComputePipeline) -> None:
