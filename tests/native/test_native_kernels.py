@@ -174,7 +174,10 @@ def test_bad_shapes_raise_value_error(call: object, message: str) -> None:
 
 
 def test_inputs_are_converted_like_numpy() -> None:
-    # Lists, float64 and strided views are accepted; the result is float32.
+    # Lists, float64, strided and read-only arrays are accepted; the result is float32.
     x = np.arange(20, dtype=np.float64)[::2]
     np.testing.assert_array_equal(kernels.add(x, [1.0] * 10), (x + 1).astype(np.float32))
     assert kernels.sum([1, 2, 3]) == 6
+    frozen = np.arange(4, dtype=np.float32)
+    frozen.setflags(write=False)  # read-only inputs are only read
+    np.testing.assert_array_equal(kernels.scale(frozen, 2.0), frozen * 2)
