@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import TYPE_CHECKING, Any
 
 from gpulab.vk._binding import check, raw_lib, vk
 from gpulab.vk._handle import VkObject
+from gpulab.vk.errors import VulkanError
 from gpulab.vk.physical_device import DeviceInfo, PhysicalDevice
 
 if TYPE_CHECKING:
@@ -58,5 +60,7 @@ class Device(VkObject):
     def close(self) -> None:
         """Wait for idle, close every child (buffers, memory, pipelines, ...), then the device."""
         if not self.closed:
-            vk.vkDeviceWaitIdle(self._raw)
+            # A lost device fails the wait but still has to be destroyed.
+            with contextlib.suppress(VulkanError):
+                vk.vkDeviceWaitIdle(self._raw)
         super().close()
