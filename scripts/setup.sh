@@ -9,7 +9,7 @@ APT_PACKAGES=(
   # containers for the lab and molecule
   podman runc debootstrap uidmap slirp4netns
   # Vulkan: the loader, lavapipe (a CPU device), the GLSL compiler, vulkaninfo
-  libvulkan1 mesa-vulkan-drivers glslc glslang-tools vulkan-tools
+  libvulkan1 mesa-vulkan-drivers glslc glslang-tools vulkan-tools vulkan-validationlayers
   # native libraries and their cross builds
   build-essential cmake file gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
   qemu-user-static binfmt-support

@@ -28,7 +28,8 @@ def validation_requested() -> bool:
     return os.environ.get(VALIDATION_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _available_layers() -> set[str]:
+def available_layers() -> set[str]:
+    """The names of the instance layers installed here."""
     return {layer.layerName for layer in vk.vkEnumerateInstanceLayerProperties()}
 
 
@@ -82,7 +83,7 @@ class Instance(VkObject):
         layers: list[str] = []
         extensions: list[str] = []
         if want_validation:
-            if VALIDATION_LAYER in _available_layers():
+            if VALIDATION_LAYER in available_layers():
                 layers.append(VALIDATION_LAYER)
                 if DEBUG_UTILS in _available_extensions():
                     extensions.append(DEBUG_UTILS)
