@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 
 import pytest
 from gpulab.vk import (
@@ -104,3 +106,15 @@ def test_a_closed_child_leaves_its_parent_usable(device: Device) -> None:
         pass
     with Buffer(device, 128) as buffer:
         assert buffer.state is State.OPEN
+
+
+def test_objects_left_open_at_exit_are_released_cleanly() -> None:
+    # Nothing closed: the finalizers release device objects, then the shared instance, at exit.
+    script = (
+        "import numpy as np; from gpulab import GpuComputePipeline; "
+        "p = GpuComputePipeline(); print(p.execute(np.ones(3, np.float32)).sum())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "6.0", "")
