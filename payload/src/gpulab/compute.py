@@ -38,23 +38,26 @@ class _HostBuffer:
     """A storage buffer in host-visible memory, with a persistent float32 view of it."""
 
     def __init__(self, device: Device, elements: int, preferred: int) -> None:
-        self.buffer = Buffer(device, 4 * elements, STORAGE)
+        buffer = Buffer(device, 4 * elements, STORAGE)
+        memory: DeviceMemory | None = None
         try:
-            self.memory = DeviceMemory(
-                device,
-                self.buffer.required_size,
-                self.buffer.memory_type_bits,
-                _MAPPABLE,
-                preferred,
+            memory = DeviceMemory(
+                device, buffer.required_size, buffer.memory_type_bits, _MAPPABLE, preferred
             )
-            self.buffer.bind(self.memory)
-            self.view: npt.NDArray[np.float32] | None = self.memory.view(np.float32, elements)
+            buffer.bind(memory)
+            view = memory.view(np.float32, elements)
         except BaseException:
-            self.buffer.close()
+            if memory is not None:
+                memory.close()
+            buffer.close()
             raise
+        self.buffer = buffer
+        self.memory = memory
+        self.view: npt.NDArray[np.float32] = view
 
     def close(self) -> None:
-        self.view = None  # the view must go before the memory is unmapped
+        if hasattr(self, "view"):
+            del self.view  # the view must go before the memory is unmapped
         self.buffer.close()
         self.memory.close()
 
@@ -117,9 +120,9 @@ class GpuComputePipeline:
 
     The pipeline owns its device, made from `instance` (default: the process-wide shared
     instance; GPULAB_VK_VALIDATION=1 turns validation on). The shader, layouts and pipeline are
-    made once. Input/output buffers are sized to
-    the input and reused while large enough; the command buffer is recorded once per input size
-    and resubmitted. Use as a context manager or call close().
+    made once. Input/output buffers are sized to the input and reused while large enough; the
+    command buffer is recorded once per input size and resubmitted. Use as a context manager or
+    call close().
     """
 
     def __init__(
@@ -165,7 +168,6 @@ class GpuComputePipeline:
         io = self._buffers_for(n)
         if self._recorded_n != n:
             self._record(io, n)
-        assert io.input.view is not None and io.output.view is not None
         io.input.view[:n] = array.reshape(-1)
         self.device.submit(self._command, self._fence)
         self._fence.wait()
