@@ -12,23 +12,24 @@ from gpulab.vk.instance import shared_instance
 GIB = 1 << 30
 
 
-def device_summary(info: DeviceInfo) -> dict[str, Any]:
-    """The contract's device keys first, then everything else we know."""
-    full = info.to_dict()
-    contract = {
-        key: full[key]
-        for key in (
-            "index",
-            "name",
-            "type",
-            "driver",
-            "api_version",
-            "subgroup_size",
-            "max_workgroup_invocations",
-            "device_local_bytes",
-        )
-    }
-    return contract | full
+CONTRACT_KEYS = (
+    "index",
+    "name",
+    "type",
+    "driver",
+    "api_version",
+    "subgroup_size",
+    "max_workgroup_invocations",
+    "device_local_bytes",
+)
+
+
+def device_summary(info: DeviceInfo, full: bool = True) -> dict[str, Any]:
+    """The contract's device keys first, then (when `full`) everything else we know."""
+    everything = info.to_dict()
+    summary = {key: everything[key] for key in CONTRACT_KEYS}
+    summary["driver_info"] = info.driver_info
+    return summary | everything if full else summary
 
 
 def list_devices() -> list[DeviceInfo]:
