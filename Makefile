@@ -9,7 +9,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
         test-molecule shaders collection
 
 help:
-	@echo "make lab        install everything, build the lab image, start the lab, converge, self-test"
+	@echo "make lab        install everything, build the lab image, start the lab, converge, validate, self-test"
 	@echo "make test       lint, payload tests, collection tests, molecule test (what CI runs)"
 	@echo "make lab-down   remove the lab"
 
@@ -29,7 +29,8 @@ converge: lab-up collection
 	ansible-playbook -i inventory/lab site.yml
 
 lab: converge
-	ansible-playbook -i inventory/lab playbooks/selftest.yml
+	ansible-playbook -i inventory/lab playbooks/validate.yml
+	gpulab selftest
 
 collection: setup
 	@bash scripts/build-collection.sh
