@@ -111,6 +111,7 @@ class DeviceInfo:
     device_local_bytes: int
     queue_families: tuple[QueueFamily, ...]
     compute_queue_family: int | None
+    non_coherent_atom_size: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the contract's keys first)."""
@@ -199,6 +200,7 @@ def query_info(raw: Any, index: int) -> DeviceInfo:
         device_local_bytes=sum(h.size for h in heaps if h.device_local),
         queue_families=families,
         compute_queue_family=compute_family,
+        non_coherent_atom_size=limits.nonCoherentAtomSize,
     )
 
 

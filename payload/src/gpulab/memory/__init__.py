@@ -1,0 +1,28 @@
+"""gpulab.memory: device memory for kernels and backends.
+
+`MemoryManager` suballocates buffers from large blocks per memory type, `BufferPool` reuses
+them by size class under a byte budget, `Stager` moves numpy arrays in and out. Imports only
+gpulab.vk and gpulab.native.
+"""
+
+from gpulab.memory.blocks import BlockAllocator, block_size_for
+from gpulab.memory.errors import AllocationFreedError, OutOfMemoryError
+from gpulab.memory.manager import DEFAULT_USAGE, Allocation, MemoryManager
+from gpulab.memory.memory_types import KINDS
+from gpulab.memory.offsets import FirstFitAllocator, OffsetAllocator
+from gpulab.memory.pool import BufferPool, size_class
+
+__all__ = [
+    "DEFAULT_USAGE",
+    "KINDS",
+    "Allocation",
+    "AllocationFreedError",
+    "BlockAllocator",
+    "BufferPool",
+    "FirstFitAllocator",
+    "MemoryManager",
+    "OffsetAllocator",
+    "OutOfMemoryError",
+    "block_size_for",
+    "size_class",
+]
