@@ -13,6 +13,16 @@ export GPULAB_TIMINGS_FILE=$state/molecule-timings
 rm -f "$GPULAB_TIMINGS_FILE"
 
 start=$SECONDS
+# molecule's own destroy removes only the platforms molecule.yml names now: containers
+# left on the scenario's network by an older scenario or a killed run would keep the
+# network in use. Remove them and the network first.
+network=gpulab-molecule  # = platforms[].network in molecule/default/molecule.yml
+leftovers=$(podman ps -a --filter "network=$network" --format '{{.Names}}')
+if [ -n "$leftovers" ]; then
+  echo "==> removing containers left on $network: $leftovers"
+  podman rm -f -t 5 $leftovers >/dev/null
+fi
+podman network exists "$network" && podman network rm -f "$network" >/dev/null
 # The lab scripts, inventory and scenario must describe the same cluster (1 s).
 pytest -q -p no:cacheprovider tests/lab && molecule test "$@"
 rc=$?

@@ -24,6 +24,14 @@ def _platforms() -> list[dict[str, Any]]:
     return platforms
 
 
+def _wrapper_network() -> str:
+    """The network lab/molecule-test.sh cleans up before a run."""
+    for line in (ROOT / "lab/molecule-test.sh").read_text().splitlines():
+        if line.startswith("network="):
+            return line.split("=", 1)[1].split()[0]
+    raise AssertionError("lab/molecule-test.sh names no network")
+
+
 def _lab_nodes() -> list[str]:
     out = subprocess.run(
         ["bash", "-c", '. lab/lib.sh && printf "%s\\n" "${LAB_NODES[@]}"'],
@@ -52,7 +60,7 @@ def test_molecule_platforms_mirror_the_lab_inventory() -> None:
     for platform in _platforms():
         assert platform["hostname"] == platform["name"]  # the Slurm NodeName
         assert platform["ulimits"] == ["host"]
-        assert platform["network"] != "gpulab-lab"
+        assert platform["network"] == _wrapper_network()
         for group in platform["groups"]:
             groups.setdefault(group, set()).add(platform["name"])
     assert groups == _inventory_groups()
