@@ -1,0 +1,112 @@
+"""MemoryManager on a real lavapipe device: buffers bound in shared blocks, OOM, release."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from gpulab.memory import (
+    Allocation,
+    AllocationFreedError,
+    FirstFitAllocator,
+    MemoryManager,
+    OutOfMemoryError,
+)
+from gpulab.vk import Device, live_handles
+
+MIB = 1 << 20
+
+
+def test_allocations_share_a_block_at_aligned_offsets(device: Device) -> None:
+    with MemoryManager(device) as manager:
+        a = manager.allocate(1000)
+        b = manager.allocate(1000, kind="upload")
+        assert a.memory is b.memory  # lavapipe has one memory type for every kind
+        assert a.buffer.memory is a.memory and a.buffer.size == 1000
+        storage = device.info.min_storage_buffer_offset_alignment
+        assert b.offset % max(storage, b.buffer.alignment) == 0
+        assert b.offset >= a.offset + 1000
+        assert live_handles()["DeviceMemory"] == 1
+        assert manager.stats()["suballocator"] == "native"
+
+
+def test_mapped_writes_and_reads_stay_inside_the_allocation(device: Device) -> None:
+    with MemoryManager(device) as manager:
+        a, b = manager.allocate(400), manager.allocate(400)
+        a.write(np.arange(100, dtype=np.float32))
+        b.write(np.full(100, -1.0, dtype=np.float32))
+        np.testing.assert_array_equal(a.read(np.float32, 100), np.arange(100, dtype=np.float32))
+        with pytest.raises(ValueError, match="exceeds the 400-byte allocation"):
+            a.view(np.float32, 101)
+
+
+def test_use_after_free_raises(device: Device) -> None:
+    with MemoryManager(device) as manager:
+        allocation = manager.allocate(256)
+        allocation.free()
+        allocation.free()  # a second free does nothing
+        with pytest.raises(AllocationFreedError, match="used after free"):
+            _ = allocation.buffer
+        with pytest.raises(AllocationFreedError):
+            allocation.read(np.float32, 1)
+
+
+def test_large_buffers_get_dedicated_memory(device: Device) -> None:
+    with MemoryManager(device, block_size=4 * MIB) as manager:
+        big = manager.allocate(3 * MIB)
+        assert big.dedicated and big.offset == 0
+        big.free()
+        assert manager.stats()["dedicated_count"] == 0
+
+
+def test_out_of_memory_names_heap_request_and_usage(device: Device) -> None:
+    with MemoryManager(device, heap_limits={0: 8 * MIB}, block_size=4 * MIB) as manager:
+        held = [manager.allocate(3 * MIB), manager.allocate(3 * MIB)]
+        with pytest.raises(OutOfMemoryError) as caught:
+            manager.allocate(3 * MIB)
+        assert (caught.value.heap, caught.value.limit) == (0, 8 * MIB)
+        assert caught.value.usage == sum(a.buffer.required_size for a in held)
+        assert "3145728 bytes (3.0 MiB) of device memory" in str(caught.value)
+        held.pop().free()
+        manager.allocate(3 * MIB).free()  # the freed space is usable again
+
+
+def test_empty_blocks_go_after_the_grace_period(device: Device) -> None:
+    now = [0.0]
+    with MemoryManager(device, grace_s=5.0, clock=lambda: now[0]) as manager:
+        manager.allocate(1000).free()
+        assert manager.stats()["block_count"] == 1
+        now[0] = 6.0
+        manager.blocks.release_expired()  # what every allocate and free does first
+        assert manager.stats()["block_count"] == 0
+        assert "DeviceMemory" not in live_handles()
+
+
+def test_closing_releases_every_handle(device: Device) -> None:
+    manager = MemoryManager(device)
+    held = [manager.allocate(100 * (i + 1)) for i in range(20)]
+    manager.close()
+    assert not {"Buffer", "DeviceMemory"} & set(live_handles())
+    with pytest.raises(AllocationFreedError):
+        manager.allocate(100)
+    del held
+
+
+def test_random_allocate_free_on_the_device(device: Device) -> None:
+    """A smaller real-device variant of the stress test: contents survive neighbours' churn."""
+    rng = random.Random(3)
+    with MemoryManager(device, allocator_factory=FirstFitAllocator) as manager:
+        live: list[tuple[Allocation, int]] = []
+        for step in range(600):
+            if live and rng.random() < 0.45:
+                allocation, value = live.pop(rng.randrange(len(live)))
+                assert (allocation.read(np.uint32, allocation.size // 4) == value).all()
+                allocation.free()
+            else:
+                allocation = manager.allocate(4 * rng.randint(1, 20_000))
+                allocation.write(np.full(allocation.size // 4, step, dtype=np.uint32))
+                live.append((allocation, step))
+        assert manager.stats()["allocation_count"] == len(live)
+        for allocation, value in live:
+            assert (allocation.read(np.uint32, allocation.size // 4) == value).all()
