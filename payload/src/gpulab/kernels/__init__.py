@@ -1,0 +1,22 @@
+"""gpulab.kernels: the contract's ops as Vulkan compute kernels on device-resident arrays.
+
+`Kernels(device)` makes pipelines lazily (specialized to the device's limits) and records ops
+into command buffers (`record`), or runs one op on numpy data (`run`). `DeviceArray` names a
+float32 array in a device buffer.
+"""
+
+from gpulab.kernels.array import DeviceArray, OwnedArray
+from gpulab.kernels.pipelines import Geometry
+from gpulab.kernels.recorder import EXTRA_OPS, REDUCTIONS, Input, Kernels, Recorded, Scratch
+
+__all__ = [
+    "EXTRA_OPS",
+    "REDUCTIONS",
+    "DeviceArray",
+    "Geometry",
+    "Input",
+    "Kernels",
+    "OwnedArray",
+    "Recorded",
+    "Scratch",
+]

@@ -1,0 +1,168 @@
+"""The compute pipelines of one device: made on first use, cached by shader and specialization.
+
+Workgroup sizes and tiles come from the device's limits; the reduction, matvec and jacobi
+shaders come in a subgroup-arithmetic build and a shared-memory-only build, picked by what
+the device reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpulab.vk import (
+    ComputePipeline,
+    DescriptorPool,
+    DescriptorSet,
+    DescriptorSetLayout,
+    Device,
+    OutOfPoolMemory,
+    PipelineCache,
+    PipelineLayout,
+    ShaderModule,
+)
+
+PUSH_CONSTANT_BYTES = 32
+"""One push-constant range for every kernel (the largest, jacobi's, takes 20 bytes)."""
+_PREFERRED_WORKGROUP = 256
+_MATMUL_WORK = 4  # outputs per invocation along each dimension (matmul.comp's WORK)
+_MATMUL_DEPTH = 16
+_SETS_PER_POOL = 256
+_MAX_BINDINGS = 5
+
+Specialization = tuple[tuple[int, int | float | bool], ...]
+
+
+def _power_of_two_at_most(limit: int) -> int:
+    return 1 << (max(limit, 1).bit_length() - 1)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Launch shapes derived from the device's limits."""
+
+    workgroup_size: int
+    """Invocations per workgroup of the 1-D kernels: 256 where allowed, a power of two."""
+    max_groups: int
+    """maxComputeWorkGroupCount[0]."""
+    max_groups_y: int
+    """maxComputeWorkGroupCount[1] (matmul's row blocks)."""
+    binding_elements: int
+    """Elements per storage binding: within maxStorageBufferRange, a multiple of 4 and of the
+    offset alignment, so that the next chunk starts aligned."""
+    matmul_tile: int
+    """matmul workgroups are tile x tile; each computes a (4 tile)^2 block."""
+    matmul_depth: int
+    subgroup_arithmetic: bool
+
+    @property
+    def matmul_block(self) -> int:
+        """The rows (and columns) of C one matmul workgroup computes."""
+        return self.matmul_tile * _MATMUL_WORK
+
+
+def geometry(device: Device, max_binding_bytes: int | None = None) -> Geometry:
+    """The launch shapes for `device`; `max_binding_bytes` lowers the binding range (tests)."""
+    info = device.info
+    workgroup = _power_of_two_at_most(
+        min(_PREFERRED_WORKGROUP, info.max_workgroup_size[0], info.max_workgroup_invocations)
+    )
+    limit = info.max_storage_buffer_range
+    if max_binding_bytes is not None:
+        limit = min(limit, max_binding_bytes)
+    step = 4 * max(4, info.min_storage_buffer_offset_alignment // 4)
+    while step % 16:
+        step *= 2
+    binding_bytes = limit - limit % step
+    if binding_bytes <= 0:
+        raise ValueError(f"a binding of {limit} bytes cannot hold one aligned chunk")
+    tile = 16
+    while tile > 1 and (
+        tile * tile > info.max_workgroup_invocations
+        or tile > min(info.max_workgroup_size[0], info.max_workgroup_size[1])
+        or 2 * 4 * _MATMUL_DEPTH * tile * _MATMUL_WORK > info.max_shared_memory_bytes
+    ):
+        tile //= 2
+    return Geometry(
+        workgroup_size=workgroup,
+        max_groups=info.max_workgroup_count[0],
+        max_groups_y=info.max_workgroup_count[1],
+        binding_elements=binding_bytes // 4,
+        matmul_tile=tile,
+        matmul_depth=_MATMUL_DEPTH,
+        subgroup_arithmetic="arithmetic" in info.subgroup_operations,
+    )
+
+
+class PipelineCatalog:
+    """Pipelines, layouts and descriptor sets of one device, made lazily and owned here."""
+
+    def __init__(self, device: Device, shape: Geometry) -> None:
+        self.device = device
+        self.geometry = shape
+        self._cache = PipelineCache(device)
+        self._layouts: dict[int, tuple[DescriptorSetLayout, PipelineLayout]] = {}
+        self._pipelines: dict[tuple[str, Specialization], ComputePipeline] = {}
+        self._pools: list[DescriptorPool] = []
+        self._current = 0
+
+    def shader_name(self, family: str) -> str:
+        """The build of `family` (reduce, matvec, jacobi) this device can run."""
+        return f"{family}_{'subgroup' if self.geometry.subgroup_arithmetic else 'shared'}"
+
+    def layout(self, bindings: int) -> tuple[DescriptorSetLayout, PipelineLayout]:
+        """The set layout and pipeline layout for `bindings` storage buffers."""
+        if bindings not in self._layouts:
+            set_layout = DescriptorSetLayout(self.device, bindings)
+            try:
+                layout = PipelineLayout(self.device, [set_layout], PUSH_CONSTANT_BYTES)
+            except BaseException:
+                set_layout.close()
+                raise
+            self._layouts[bindings] = (set_layout, layout)
+        return self._layouts[bindings]
+
+    def pipeline(
+        self, shader: str, bindings: int, specialization: dict[int, int | float | bool]
+    ) -> ComputePipeline:
+        """The pipeline of `shader` with these specialization constants (made once)."""
+        key = (shader, tuple(sorted(specialization.items())))
+        found = self._pipelines.get(key)
+        if found is None:
+            _, layout = self.layout(bindings)
+            with ShaderModule.packaged(self.device, shader) as module:
+                found = ComputePipeline(
+                    self.device, layout, module, specialization=specialization, cache=self._cache
+                )
+            self._pipelines[key] = found
+        return found
+
+    def descriptor_set(self, bindings: int) -> DescriptorSet:
+        """A fresh set for `bindings` buffers; freed when the last reference to it goes
+        (command buffers keep theirs until they are re-recorded)."""
+        set_layout, _ = self.layout(bindings)
+        # The pool that served last first; the others only when it is full (their sets are
+        # freed as recordings are replaced), a new pool when all are.
+        order = self._pools[self._current :] + self._pools[: self._current]
+        for offset, pool in enumerate(order):
+            try:
+                descriptor_set = pool.allocate(set_layout)
+            except OutOfPoolMemory:
+                continue
+            self._current = (self._current + offset) % len(self._pools)
+            return descriptor_set
+        pool = DescriptorPool(self.device, _SETS_PER_POOL, _MAX_BINDINGS * _SETS_PER_POOL)
+        self._pools.append(pool)
+        self._current = len(self._pools) - 1
+        return pool.allocate(set_layout)
+
+    def close(self) -> None:
+        """Destroy everything made here (descriptor sets of live recordings included)."""
+        for pool in self._pools:
+            pool.close()
+        for pipeline in self._pipelines.values():
+            pipeline.close()
+        for set_layout, layout in self._layouts.values():
+            layout.close()
+            set_layout.close()
+        self._cache.close()
+        self._pools, self._pipelines, self._layouts, self._current = [], {}, {}, 0

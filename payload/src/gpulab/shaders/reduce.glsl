@@ -1,0 +1,139 @@
+// One pass of a hierarchical reduction (sum, min, max, dot, sum of squares), included by
+// reduce_subgroup.comp and reduce_shared.comp. Each workgroup reduces a grid-stride share of
+// the n inputs (4 independent vec4 loads in flight per iteration when the bindings are
+// 16-byte aligned) and writes one partial to partial[out_index + workgroup]. The host repeats
+// passes over the partials (OP sum/min/max) until one value is left; `finish` = 1 takes the
+// square root of that last value (l2_norm).
+//
+// NaN: min and max return NaN when any input is NaN (numpy's np.min/np.max); sum and dot
+// propagate NaN and infinities through IEEE arithmetic.
+
+#include "float_bits.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint OP = 0;
+
+const uint OP_SUM = 0;
+const uint OP_MIN = 1;
+const uint OP_MAX = 2;
+const uint OP_DOT = 3;
+const uint OP_SUM_OF_SQUARES = 4;
+const bool EXTREME = OP == OP_MIN || OP == OP_MAX;
+
+layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X4 { vec4 x4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Y4 { vec4 y4[]; };
+layout(std430, set = 0, binding = 2) buffer Out { float partial[]; };
+
+layout(push_constant) uniform Params {
+    uint n;
+    uint vec4_ok;
+    uint out_index;
+    uint finish;
+};
+
+float identity() {
+    return OP == OP_MIN ? infinity() : (OP == OP_MAX ? -infinity() : 0.0);
+}
+
+// NaN-oblivious, for the per-invocation accumulators (NaN is tracked separately there).
+vec4 accumulate(vec4 acc, vec4 v) {
+    return OP == OP_MIN ? min(acc, v) : (OP == OP_MAX ? max(acc, v) : acc + v);
+}
+
+float accumulate(float acc, float v) {
+    return accumulate(vec4(acc), vec4(v)).x;
+}
+
+float combine(float a, float b) {
+    if (EXTREME) {
+        if (is_nan(a) || is_nan(b)) {
+            return quiet_nan();
+        }
+        return OP == OP_MIN ? min(a, b) : max(a, b);
+    }
+    return a + b;
+}
+
+#if USE_SUBGROUP
+float subgroup_combine(float v) {
+    if (EXTREME) {
+        // Subgroup min/max are undefined for NaN: reduce a NaN flag beside the value.
+        bool nan_seen = subgroupMax(is_nan(v) ? 1.0 : 0.0) > 0.0;
+        float extreme = OP == OP_MIN ? subgroupMin(v) : subgroupMax(v);
+        return nan_seen ? quiet_nan() : extreme;
+    }
+    return subgroupAdd(v);
+}
+#endif
+
+#include "group_reduce.glsl"
+
+vec4 term4(uint i) {
+    if (OP == OP_DOT) {
+        return x4[i] * y4[i];
+    }
+    if (OP == OP_SUM_OF_SQUARES) {
+        return x4[i] * x4[i];
+    }
+    return x4[i];
+}
+
+float term(uint i) {
+    if (OP == OP_DOT) {
+        return x[i] * y[i];
+    }
+    if (OP == OP_SUM_OF_SQUARES) {
+        return x[i] * x[i];
+    }
+    return x[i];
+}
+
+void main() {
+    uint gid = gl_GlobalInvocationID.x;
+    uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    vec4 acc0 = vec4(identity());
+    vec4 acc1 = acc0;
+    bool nan_seen = false;
+    uint first_scalar = 0;
+    if (vec4_ok != 0) {
+        uint n4 = n / 4;
+        uint i = gid;
+        for (; i + 3 * stride < n4; i += 4 * stride) {
+            vec4 t0 = term4(i);
+            vec4 t1 = term4(i + stride);
+            vec4 t2 = term4(i + 2 * stride);
+            vec4 t3 = term4(i + 3 * stride);
+            if (EXTREME) {
+                nan_seen = nan_seen || any_nan(t0) || any_nan(t1) || any_nan(t2) || any_nan(t3);
+            }
+            acc0 = accumulate(accumulate(acc0, t0), t1);
+            acc1 = accumulate(accumulate(acc1, t2), t3);
+        }
+        for (; i < n4; i += stride) {
+            vec4 t = term4(i);
+            if (EXTREME) {
+                nan_seen = nan_seen || any_nan(t);
+            }
+            acc0 = accumulate(acc0, t);
+        }
+        first_scalar = 4 * n4;
+    }
+    for (uint i = first_scalar + gid; i < n; i += stride) {
+        float t = term(i);
+        if (EXTREME) {
+            nan_seen = nan_seen || is_nan(t);
+        }
+        acc0.x = accumulate(acc0.x, t);
+    }
+    acc0 = accumulate(acc0, acc1);
+    float value = accumulate(accumulate(acc0.x, acc0.y), accumulate(acc0.z, acc0.w));
+    if (nan_seen) {
+        value = quiet_nan();
+    }
+    float total = group_reduce(value);
+    if (gl_LocalInvocationID.x == 0) {
+        partial[out_index + gl_WorkGroupID.x] = finish != 0 ? sqrt(total) : total;
+    }
+}
