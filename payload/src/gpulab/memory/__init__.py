@@ -11,6 +11,7 @@ from gpulab.memory.manager import DEFAULT_USAGE, Allocation, MemoryManager
 from gpulab.memory.memory_types import KINDS
 from gpulab.memory.offsets import FirstFitAllocator, OffsetAllocator
 from gpulab.memory.pool import BufferPool, size_class
+from gpulab.memory.staging import Stager
 
 __all__ = [
     "DEFAULT_USAGE",
@@ -23,6 +24,7 @@ __all__ = [
     "MemoryManager",
     "OffsetAllocator",
     "OutOfMemoryError",
+    "Stager",
     "block_size_for",
     "size_class",
 ]

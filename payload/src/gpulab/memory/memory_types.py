@@ -5,9 +5,11 @@ from __future__ import annotations
 from gpulab.vk import MemoryType
 from gpulab.vk.memory import DEVICE_LOCAL, HOST_CACHED, HOST_COHERENT, HOST_VISIBLE
 
-KINDS = ("device", "upload", "readback")
-"""device: read and written by kernels; upload: the host writes, the device reads (staging);
-readback: the device writes, the host reads."""
+KINDS = ("device", "device_mapped", "upload", "readback")
+"""device: read and written by kernels; device_mapped: the same, preferring device-local memory
+that the host can also map (a BAR or integrated GPU: the Stager may then skip staging);
+upload: the host writes, the device reads (staging); readback: the device writes, the host
+reads."""
 
 MAPPABLE = HOST_VISIBLE | HOST_COHERENT
 """What we map: coherent memory needs no flush or invalidate calls."""
@@ -22,6 +24,13 @@ def _device_rank(memory_type: MemoryType) -> int:
     if _has(memory_type, DEVICE_LOCAL):
         return 1 if _has(memory_type, HOST_VISIBLE) else 0
     return 2
+
+
+def _device_mapped_rank(memory_type: MemoryType) -> int:
+    # Mappable VRAM first, then whatever the device kind would take.
+    if _has(memory_type, DEVICE_LOCAL | MAPPABLE):
+        return 0
+    return 1 + _device_rank(memory_type)
 
 
 def _upload_rank(memory_type: MemoryType) -> int | None:
@@ -50,6 +59,8 @@ def candidate_types(
             continue
         if kind == "device":
             rank: int | None = _device_rank(memory_type)
+        elif kind == "device_mapped":
+            rank = _device_mapped_rank(memory_type)
         elif kind == "upload":
             rank = _upload_rank(memory_type)
         else:

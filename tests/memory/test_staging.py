@@ -1,0 +1,60 @@
+"""Stager on lavapipe: both paths move the exact bytes, across chunk boundaries, both ways."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gpulab.memory import MemoryManager, Stager
+from gpulab.vk import Device
+
+CHUNK = 1 << 16
+
+
+@pytest.mark.parametrize("path", ["staged", "direct"])
+def test_round_trip_across_chunks(device: Device, path: str) -> None:
+    data = np.random.default_rng(1).standard_normal((37, 1001)).astype(np.float32)  # 2.3 chunks
+    with (
+        MemoryManager(device) as manager,
+        Stager(
+            manager, chunk_bytes=CHUNK, slots=2, paths={"upload": path, "download": path}
+        ) as stager,
+    ):
+        target = manager.allocate(data.nbytes + 12)
+        stager.upload(data, target)
+        np.testing.assert_array_equal(target.read(np.float32, data.size), data.reshape(-1))
+        back = stager.download(target, data.shape)
+        np.testing.assert_array_equal(back, data)
+        out = np.zeros(100, dtype=np.float32)
+        assert stager.download(target, 100, out=out) is out
+        np.testing.assert_array_equal(out, data.reshape(-1)[:100])
+        target.free()
+
+
+def test_large_copies_split_over_threads(device: Device) -> None:
+    data = np.arange(3 << 20, dtype=np.uint8)  # above PARALLEL_ABOVE
+    with MemoryManager(device) as manager, Stager(manager, threads=3) as stager:
+        target = np.zeros_like(data)
+        stager.copy(target, data)
+        np.testing.assert_array_equal(target, data)
+
+
+def test_the_path_for_mappable_memory_is_measured(device: Device) -> None:
+    data = np.ones(1 << 16, dtype=np.float32)
+    with MemoryManager(device) as manager, Stager(manager, chunk_bytes=CHUNK) as stager:
+        target = manager.allocate(data.nbytes)  # lavapipe memory is always mappable
+        stager.upload(data, target)
+        stager.download(target, data.shape)
+        assert set(stager.paths) == {"upload", "download"}
+        assert set(stager.measurements["upload"]) == {"direct", "staged"}
+        assert stager.paths["upload"] in {"direct", "staged"}
+        target.free()
+
+
+def test_sizes_are_checked(device: Device) -> None:
+    with MemoryManager(device) as manager, Stager(manager) as stager:
+        small = manager.allocate(16)
+        with pytest.raises(ValueError, match="cannot upload 20 bytes into a 16-byte allocation"):
+            stager.upload(np.zeros(5, dtype=np.float32), small)
+        with pytest.raises(ValueError, match="cannot download 20 bytes"):
+            stager.download(small, 5)
+        small.free()
