@@ -1,10 +1,18 @@
-"""`gpulab selftest`: every op on small data on a backend, compared with numpy in float64."""
+"""`gpulab selftest`: every contract op at awkward sizes on a backend, against the reference.
+
+Each op runs at sizes 1, 31, 32, 33, 1023, 1025 and 2**20 + 7 (matrix ops at shapes built from
+those sizes) on seeded random data, and its result is compared with gpulab.ops.reference under
+the tolerance policy of gpulab.ops.tolerance. Backends: cpu (numpy in float32, independent of
+the reference's float64 accumulation), native (the C library) and vulkan (every device, or
+--device N).
+"""
 
 from __future__ import annotations
 
 import json
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -13,48 +21,168 @@ import numpy.typing as npt
 from gpulab.cli.devices import device_summary, list_devices
 from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME, BackendUnavailable
 from gpulab.compute import GpuComputePipeline
-from gpulab.vk import NoVulkanDevice
+from gpulab.kernels import Kernels
+from gpulab.native import NativeUnavailable
+from gpulab.ops import reference, tolerance
+from gpulab.vk import Device, NoVulkanDevice, shared_instance
 
-SIZES = (1, 255, 256, 257, 65539)
-TOLERANCE = 1e-6
+SIZES = (1, 31, 32, 33, 1023, 1025, 2**20 + 7)
+LARGE_MATRIX = (1031, 1017)
+"""The matrix for the 2**20 + 7 case: about 2**20 elements, neither side a power of two."""
+MATMUL_DEPTH = 257
+"""The inner dimension of matmul at the largest size (keeps the CPU-side check quick)."""
+JACOBI_ITERATIONS = 30
+JACOBI_TOLERANCE = 1e-5
+TIMES_TWO_TOLERANCE = 1e-6
 SEED = 2
 BACKENDS = ("auto", "vulkan", "cpu", "native")
 
-Op = Callable[[npt.NDArray[np.float32]], npt.NDArray[np.float32]]
+Runner = Callable[..., Any]
 
 
-def _times_two_cpu(values: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    doubled: npt.NDArray[np.float32] = values * np.float32(2)
-    return doubled
+@dataclass(frozen=True)
+class Case:
+    """One op on one input set."""
+
+    op: str
+    n: int
+    inputs: dict[str, Any]
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def shape(self) -> list[int]:
+        """The shape of the first array input (what the JSON reports)."""
+        first = next(v for v in self.inputs.values() if isinstance(v, np.ndarray))
+        return list(first.shape)
 
 
-def _reference_times_two(values: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
-    return values.astype(np.float64) * 2
+def _uniform(rng: np.random.Generator, shape: int | tuple[int, ...]) -> npt.NDArray[np.float32]:
+    return rng.uniform(-1.0, 1.0, shape).astype(np.float32)
 
 
-def max_relative_error(got: npt.NDArray[Any], expected: npt.NDArray[np.float64]) -> float:
-    """max |got - expected| / max(|expected|, 1e-30)."""
-    scale = np.maximum(np.abs(expected), 1e-30)
-    return float(np.max(np.abs(got.astype(np.float64) - expected) / scale))
+def _square_side(n: int) -> tuple[int, int]:
+    return (n, n) if n <= 1025 else LARGE_MATRIX
 
 
-def run_checks(op_name: str, op: Op) -> list[dict[str, Any]]:
-    """Run one op on every size against its float64 reference."""
+def _dominant(rng: np.random.Generator, n: int) -> npt.NDArray[np.float32]:
+    """A strictly diagonally dominant matrix: Jacobi converges on it."""
+    a = _uniform(rng, (n, n))
+    a[np.diag_indices(n)] = np.abs(a).sum(axis=1) + 1.0
+    return a
+
+
+def cases() -> Iterator[Case]:
+    """Every op at every size, on seeded data."""
+    rng = np.random.default_rng(SEED)
+    for n in SIZES:
+        x, y = _uniform(rng, n), _uniform(rng, n)
+        yield Case("add", n, {"x": x, "y": y})
+        yield Case("scale", n, {"x": x, "a": -2.5})
+        yield Case("saxpy", n, {"a": 1.5, "x": x, "y": y})
+        for op in ("sum", "min", "max", "l2_norm", "normalize"):
+            yield Case(op, n, {"x": x})
+        yield Case("dot", n, {"x": x, "y": y})
+        rows, cols = _square_side(n)
+        yield Case("matvec", n, {"A": _uniform(rng, (rows, cols)), "x": _uniform(rng, cols)})
+        depth = cols if n <= 1025 else MATMUL_DEPTH
+        a, b = _uniform(rng, (rows, depth)), _uniform(rng, (depth, cols))
+        yield Case("matmul", n, {"A": a, "B": b})
+        side = min(n, LARGE_MATRIX[0])
+        system = {"A": _dominant(rng, side), "b": _uniform(rng, side)}
+        yield Case("jacobi", n, system, {"iterations": JACOBI_ITERATIONS})
+        params = {"iterations": JACOBI_ITERATIONS, "tolerance": JACOBI_TOLERANCE}
+        yield Case("jacobi", n, system, params)
+
+
+def _numpy32_jacobi(
+    A: npt.NDArray[np.float32], b: npt.NDArray[np.float32], iterations: int, tolerance: float | None
+) -> npt.NDArray[np.float32]:
+    diagonal = np.diag(A)
+    x = np.zeros_like(b)
+    for _ in range(iterations):
+        following = (b - (A @ x - diagonal * x)) / diagonal
+        update = float(np.max(np.abs(following - x)))
+        x = following
+        if tolerance is not None and update < tolerance:
+            break
+    return x
+
+
+def numpy32(op: str, **arguments: Any) -> Any:
+    """The op in plain float32 numpy (what a float32 CPU computes without wide accumulators)."""
+    x: Any = arguments.get("x")
+    y: Any = arguments.get("y")
+    table: dict[str, Callable[[], Any]] = {
+        "add": lambda: x + y,
+        "scale": lambda: np.float32(arguments.get("a", 0.0)) * x,
+        "saxpy": lambda: np.float32(arguments.get("a", 0.0)) * x + y,
+        "sum": lambda: np.sum(x),
+        "min": lambda: np.min(x),
+        "max": lambda: np.max(x),
+        "dot": lambda: np.dot(x, y),
+        "l2_norm": lambda: np.linalg.norm(x),
+        "normalize": lambda: x / np.linalg.norm(x),
+        "matvec": lambda: arguments["A"] @ x,
+        "matmul": lambda: arguments["A"] @ arguments["B"],
+        "jacobi": lambda: _numpy32_jacobi(
+            arguments["A"], arguments["b"], arguments["iterations"], arguments.get("tolerance")
+        ),
+    }
+    return table[op]()
+
+
+def native_runner() -> Runner:
+    """The native library's kernels (raises BackendUnavailable when it cannot load)."""
+    from gpulab.native import kernels  # noqa: PLC0415 - loads the library lazily
+
+    try:
+        kernels.library()
+    except NativeUnavailable as exc:
+        raise BackendUnavailable(f"the native backend is unavailable: {exc}") from None
+
+    def run(op: str, **arguments: Any) -> Any:
+        return getattr(kernels, op)(**arguments)
+
+    return run
+
+
+def check(case: Case, run: Runner) -> dict[str, Any]:
+    """Run one case and compare it with the reference under the tolerance policy."""
+    arguments = case.inputs | case.params
+    expected = getattr(reference, case.op)(**arguments)
+    got = run(case.op, **arguments)
+    outcome = tolerance.compare(case.op, got, expected, case.inputs, case.params)
+    result = {
+        "op": case.op,
+        "n": case.n,
+        "ok": outcome.ok,
+        "max_rel_err": outcome.max_rel_err,
+        "bound_ratio": outcome.bound_ratio,
+        "shape": case.shape,
+    }
+    return result | ({"params": case.params} if case.params else {})
+
+
+def _times_two_checks(run: Callable[[npt.NDArray[np.float32]], Any]) -> list[dict[str, Any]]:
+    """The original check: 2 * x through the high-level GpuComputePipeline."""
     rng = np.random.default_rng(SEED)
     checks = []
-    for n in SIZES:
-        values = rng.uniform(-1.0, 1.0, n).astype(np.float32)
-        error = max_relative_error(op(values), _reference_times_two(values))
-        checks.append({"op": op_name, "n": n, "ok": error <= TOLERANCE, "max_rel_err": error})
+    for n in (1, 255, 256, 257, 65539):
+        values = _uniform(rng, n)
+        expected = values.astype(np.float64) * 2
+        error = float(np.max(np.abs(run(values) - expected) / np.maximum(np.abs(expected), 1e-30)))
+        ok = error <= TIMES_TWO_TOLERANCE
+        checks.append({"op": "times_two", "n": n, "ok": ok, "max_rel_err": error})
     return checks
 
 
+def run_checks(run: Runner) -> list[dict[str, Any]]:
+    """Every case on one runner."""
+    return [check(case, run) for case in cases()]
+
+
 def resolve_backend(backend: str) -> str:
-    """`auto` -> vulkan when a device exists, else cpu; native -> BackendUnavailable for now."""
-    if backend == "native":
-        raise BackendUnavailable(
-            "the native backend is not built yet; use --backend vulkan or --backend cpu"
-        )
+    """`auto` -> vulkan when a device exists, else cpu."""
     if backend == "auto":
         try:
             list_devices()
@@ -85,28 +213,38 @@ def _cpu_device() -> dict[str, Any]:
     }
 
 
+def _vulkan_checks(index: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    with GpuComputePipeline(index) as pipeline:
+        checks = _times_two_checks(pipeline.execute)
+        summary = device_summary(pipeline.info, full=False)
+    with Device(shared_instance().physical_device(index)) as device, Kernels(device) as kernels:
+        checks += run_checks(kernels.run)
+    return summary, [c | {"device": index} for c in checks]
+
+
 def selftest(backend: str, device: int | None) -> dict[str, Any]:
     """The contract's selftest result; checks name their device, `devices` lists all tested."""
     chosen = resolve_backend(backend)
-    if chosen == "cpu":
-        checks = run_checks("times_two", _times_two_cpu)
+    if chosen in ("cpu", "native"):
+        if chosen == "cpu":
+            checks = _times_two_checks(lambda v: v * np.float32(2)) + run_checks(numpy32)
+            summary = _cpu_device()
+        else:
+            checks = run_checks(native_runner())
+            summary = _cpu_device() | {"driver": "gpulab native kernels"}
         return {
             "ok": all(c["ok"] for c in checks),
-            "backend": "cpu",
-            "device": _cpu_device(),
+            "backend": chosen,
+            "device": summary,
             "checks": checks,
         }
-    parts: list[dict[str, Any]] = []
-    for index in _device_indices(device):
-        with GpuComputePipeline(index) as pipeline:
-            checks = [c | {"device": index} for c in run_checks("times_two", pipeline.execute)]
-            parts.append({"device": device_summary(pipeline.info, full=False), "checks": checks})
+    parts = [_vulkan_checks(index) for index in _device_indices(device)]
     return {
-        "ok": all(c["ok"] for part in parts for c in part["checks"]),
+        "ok": all(c["ok"] for _, checks in parts for c in checks),
         "backend": "vulkan",
-        "device": parts[0]["device"],
-        "checks": [c for part in parts for c in part["checks"]],
-        "devices": [part["device"] for part in parts],
+        "device": parts[0][0],
+        "checks": [c for _, checks in parts for c in checks],
+        "devices": [summary for summary, _ in parts],
     }
 
 
@@ -117,12 +255,15 @@ def run(backend: str, device: int | None, as_json: bool) -> int:
         print(json.dumps(result, indent=2))
     else:
         names = {d["index"]: d["name"] for d in result.get("devices", [])}
-        for check in result["checks"]:
-            name = names.get(check.get("device"), result["device"]["name"])
-            status = "ok  " if check["ok"] else "FAIL"
+        for item in result["checks"]:
+            name = names.get(item.get("device"), result["device"]["name"])
+            status = "ok  " if item["ok"] else "FAIL"
+            extra = " tol" if item.get("params", {}).get("tolerance") else ""
+            ratio = item.get("bound_ratio", 0.0)
             print(
-                f"{status} {check['op']:<10} n={check['n']:<7} "
-                f"max_rel_err={check['max_rel_err']:.3g}  ({result['backend']}: {name})"
+                f"{status} {item['op'] + extra:<13} n={item['n']:<8} "
+                f"max_rel_err={item['max_rel_err']:.3g}  bound_ratio={ratio:.3g}"
+                f"  ({result['backend']}: {name})"
             )
         verdict = "passed" if result["ok"] else "FAILED"
         print(f"selftest {verdict}: {len(result['checks'])} checks on {result['backend']}")
