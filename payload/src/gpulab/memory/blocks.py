@@ -122,20 +122,27 @@ class BlockAllocator:
         self.peak_in_use = 0
         self.type_in_use = {t.index: 0 for t in memory_types}
         self.type_peak = {t.index: 0 for t in memory_types}
+        self._candidates: dict[tuple[str, int], list[MemoryType]] = {}
+        self._block_sizes: dict[int, int] = {}
 
     def block_size(self, memory_type: MemoryType) -> int:
         """The preferred block size for this type (fixed if one was given)."""
-        if self._block_size is not None:
-            return self._block_size
-        heap = self.heaps[memory_type.heap_index]
-        return block_size_for(min(heap.size, self.heap_limits[heap.index]))
+        size = self._block_sizes.get(memory_type.index)
+        if size is None:
+            heap = self.heaps[memory_type.heap_index]
+            size = self._block_size or block_size_for(min(heap.size, self.heap_limits[heap.index]))
+            self._block_sizes[memory_type.index] = size
+        return size
 
     def allocate(self, size: int, alignment: int, kind: str, type_bits: int) -> Region:
         """A region of at least `size` bytes, aligned, in the best memory type that has room."""
         if size <= 0:
             raise ValueError(f"allocation size must be positive, got {size}")
         self.release_expired()
-        candidates = candidate_types(self.memory_types, kind, type_bits)
+        candidates = self._candidates.get((kind, type_bits))
+        if candidates is None:
+            candidates = candidate_types(self.memory_types, kind, type_bits)
+            self._candidates[kind, type_bits] = candidates
         if not candidates:
             raise ValueError(f"no memory type suits {kind!r} memory (allowed types {type_bits:#x})")
         for attempt in range(2):
