@@ -121,8 +121,9 @@ def test_a_missing_device_index_exits_3() -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_the_native_backend_is_unavailable_until_built() -> None:
-    done = gpulab("selftest", "--backend", "native")
+def test_the_native_backend_is_unavailable_without_its_library(tmp_path: Path) -> None:
+    env = os.environ | {"GPULAB_NATIVE_LIB_DIR": str(tmp_path)}
+    done = gpulab("selftest", "--backend", "native", env=env)
     assert done.returncode == 3
     assert "native" in done.stderr
     assert "Traceback" not in done.stderr
