@@ -7,7 +7,16 @@ import gpulab.vk
 
 
 def test_gpulab_exports() -> None:
-    assert gpulab.__all__ == ["GpuComputePipeline", "__version__"]
+    assert gpulab.__all__ == [
+        "GpuComputePipeline",
+        "Graph",
+        "GraphInvalid",
+        "Result",
+        "Runner",
+        "__version__",
+        "load_graph",
+        "run_graph",
+    ]
 
 
 def test_vk_exports_resolve() -> None:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from gpulab._version import __version__
-from gpulab.cli import devices, selftest
+from gpulab.cli import devices, run, schema, selftest, validate
 from gpulab.cli.errors import (
     EXIT_INPUT,
     EXIT_OK,
@@ -16,6 +16,7 @@ from gpulab.cli.errors import (
     EXIT_UNAVAILABLE,
     BackendUnavailable,
 )
+from gpulab.memory import report as memory_report
 from gpulab.vk import NoVulkanDevice, VulkanError
 
 
@@ -38,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     devices_parser = commands.add_parser("devices", help="list Vulkan devices and compute limits")
     devices_parser.add_argument("--json", action="store_true", help="print a JSON list")
 
+    memory_parser = commands.add_parser(
+        "memory", help="run an allocation pattern on a device and print the memory statistics"
+    )
+    memory_parser.add_argument("--device", type=_device_index, default=0, metavar="N")
+    memory_parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
     selftest_parser = commands.add_parser(
         "selftest", help="run every op on small data and compare with numpy"
     )
@@ -49,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="Vulkan device index (default: every device)",
     )
     selftest_parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    run.add_parser(commands, _device_index)
+    validate.add_parser(commands)
+    schema.add_parser(commands)
     return parser
 
 
@@ -56,13 +66,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; errors become one line on stderr and the contract's exit code."""
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "memory":
+            return memory_report.run(args.json, args.device)
         if args.command == "devices":
             return devices.run(args.json)
+        if hasattr(args, "handler"):
+            code: int = args.handler(args)
+            return code
         return selftest.run(args.backend, args.device, args.json)
     except (NoVulkanDevice, BackendUnavailable) as exc:
         print(f"gpulab: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
-    except VulkanError as exc:
+    except (VulkanError, MemoryError) as exc:
         print(f"gpulab: {exc}", file=sys.stderr)
         return EXIT_RUNTIME
     except ValueError as exc:

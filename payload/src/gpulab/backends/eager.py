@@ -1,0 +1,104 @@
+"""Host backends that run one node at a time on numpy arrays: `cpu` and `native`."""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from gpulab.backends.base import (
+    BackendUnavailable,
+    ExecutionFailed,
+    FloatArray,
+    OperationExecutor,
+    Segment,
+    SegmentRun,
+)
+from gpulab.graph import Literal, Node
+from gpulab.native import NativeUnavailable
+from gpulab.native import kernels as native_kernels
+from gpulab.ops import NumericalError, reference
+
+
+def cpu_name() -> str:
+    """The CPU model from /proc/cpuinfo, or what platform knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+class EagerExecutor(OperationExecutor):
+    """Runs each node by calling `module.<op>(**inputs, **params)` on host arrays."""
+
+    def __init__(self, name: str, module: ModuleType, driver: str) -> None:
+        self.name = name
+        self._module = module
+        self._driver = driver
+
+    @property
+    def device(self) -> dict[str, Any]:
+        return {"name": cpu_name(), "type": "cpu", "driver": self._driver}
+
+    def _kernel(self, op: str) -> Callable[..., Any]:
+        kernel: Callable[..., Any] = getattr(self._module, op)
+        return kernel
+
+    def _call(self, node: Node, values: Mapping[str, FloatArray]) -> FloatArray:
+        arguments: dict[str, Any] = {
+            name: (arg.value if isinstance(arg, Literal) else values[arg.name])
+            for name, arg in node.inputs.items()
+        }
+        arguments.update(node.params)
+        try:
+            result = self._kernel(node.op)(**arguments)
+        except MemoryError as exc:
+            raise ExecutionFailed(f"node {node.id!r} ({node.op}): out of host memory") from exc
+        return np.asarray(result, dtype=np.float32)
+
+    def close(self) -> None:
+        """Nothing to release: host arrays go with their last reference."""
+
+    def execute(self, segment: Segment, values: Mapping[str, FloatArray]) -> SegmentRun:
+        live = {name: values[name] for name in segment.reads}
+        times: dict[str, float] = {}
+        for node in segment.nodes:
+            start = time.perf_counter()
+            live[node.id] = self._call(node, live)
+            times[node.id] = (time.perf_counter() - start) * 1e3
+            for name in segment.releases.get(node.id, ()):
+                if name not in segment.exports:
+                    live.pop(name, None)
+        return SegmentRun({name: live[name] for name in segment.exports}, times)
+
+
+class NativeExecutor(EagerExecutor):
+    """The C kernels of gpulab.native; a zero-norm normalize is a NumericalError as on cpu."""
+
+    def __init__(self) -> None:
+        try:
+            library = native_kernels.library()
+        except NativeUnavailable as exc:
+            raise BackendUnavailable(f"the native backend is unavailable: {exc}") from exc
+        super().__init__("native", native_kernels, f"gpulab_kernels ({library.path.name})")
+
+    def _call(self, node: Node, values: Mapping[str, FloatArray]) -> FloatArray:
+        try:
+            return super()._call(node, values)
+        except ValueError as exc:
+            if node.op == "normalize":
+                raise NumericalError(str(exc)) from exc
+            raise ExecutionFailed(f"node {node.id!r} ({node.op}): {exc}") from exc
+
+
+def cpu_executor() -> EagerExecutor:
+    """The numpy reference backend."""
+    return EagerExecutor("cpu", reference, f"numpy {np.__version__}")

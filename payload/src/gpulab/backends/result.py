@@ -1,0 +1,129 @@
+"""The result of a run, and its JSON (the contract's result version 1)."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gpulab._version import __version__
+from gpulab.backends.base import FloatArray
+
+RESULT_VERSION = 1
+DATA_LIMIT = 65536
+"""Outputs with more elements than this carry only their summary unless `full` is asked."""
+
+
+def _finite(value: float) -> float | None:
+    # JSON has no NaN or infinity; null says "not a number" without breaking parsers.
+    return value if math.isfinite(value) else None
+
+
+def _data(array: FloatArray) -> Any:
+    if np.all(np.isfinite(array)):
+        return array.tolist()
+    return _nulls(array.tolist())
+
+
+def _nulls(values: Any) -> Any:
+    if isinstance(values, list):
+        return [_nulls(value) for value in values]
+    return _finite(values)
+
+
+def output_json(value: FloatArray, full: bool) -> dict[str, Any]:
+    """One output: a scalar's value, or shape, summary and (small or `full`) data."""
+    if value.ndim == 0:
+        return {"type": "scalar", "value": _finite(float(value))}
+    wide = value.astype(np.float64)
+    entry: dict[str, Any] = {
+        "type": "vector" if value.ndim == 1 else "matrix",
+        "shape": list(value.shape),
+        "summary": {
+            "sum": _finite(float(wide.sum())),
+            "min": _finite(float(wide.min())),
+            "max": _finite(float(wide.max())),
+            "l2": _finite(float(np.sqrt(np.dot(wide.ravel(), wide.ravel())))),
+        },
+    }
+    if value.size <= DATA_LIMIT or full:
+        entry["data"] = _data(value)
+    return entry
+
+
+def slurm_info() -> dict[str, str] | None:
+    """The Slurm job id and node list when running inside a Slurm job."""
+    job_id = os.environ.get("SLURM_JOB_ID")
+    if not job_id:
+        return None
+    nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST", "")
+    return {"job_id": job_id, "nodelist": nodelist}
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """How one node ran: where, and for how long (GPU timestamps or host clock)."""
+
+    id: str
+    op: str
+    backend: str
+    time_ms: float
+    timer: str
+
+
+@dataclass
+class Result:
+    """Outputs as float32 numpy arrays (scalars 0-d) and how the run went."""
+
+    graph: str
+    backend: str
+    requested_backend: str
+    backend_reason: str
+    device: dict[str, Any]
+    outputs: dict[str, FloatArray]
+    nodes: list[NodeRecord]
+    total_ms: float
+    transfers: list[dict[str, str]] = field(default_factory=list)
+    memory: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+    comparison: dict[str, Any] | None = None
+    host: str = field(default_factory=socket.gethostname)
+    slurm: dict[str, str] | None = field(default_factory=slurm_info)
+
+    def to_json(self, full: bool = False) -> dict[str, Any]:
+        """The contract's result JSON; output data beyond 65536 elements only when `full`."""
+        document: dict[str, Any] = {
+            "version": RESULT_VERSION,
+            "graph": self.graph,
+            "backend": self.backend,
+            "backend_requested": self.requested_backend,
+            "backend_reason": self.backend_reason,
+            "device": self.device,
+            "outputs": {name: output_json(v, full) for name, v in self.outputs.items()},
+            "nodes": [
+                {
+                    "id": n.id,
+                    "op": n.op,
+                    "backend": n.backend,
+                    "time_ms": n.time_ms,
+                    "timer": n.timer,
+                }
+                for n in self.nodes
+            ],
+            "timing": {"total_ms": self.total_ms},
+            "transfers": self.transfers,
+            "host": self.host,
+            "gpulab_version": __version__,
+            "warnings": self.warnings,
+        }
+        if self.slurm is not None:
+            document["slurm"] = self.slurm
+        if self.memory is not None:
+            document["memory"] = self.memory
+        if self.comparison is not None:
+            document["compare"] = self.comparison
+        return document

@@ -1,0 +1,174 @@
+"""Running a graph: schedule, split into per-backend segments, move values between them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from types import TracebackType
+
+import numpy as np
+
+from gpulab.backends.base import FloatArray, OperationExecutor, Segment, SegmentRun
+from gpulab.backends.result import NodeRecord, Result
+from gpulab.backends.select import open_executor, resolve
+from gpulab.graph import Graph, Node, materialize, schedule
+
+COMPARE_RTOL = 1e-3
+"""Largest error, relative to the largest magnitude of the cpu output, that --compare accepts."""
+
+
+def split(graph: Graph, backend: str) -> list[tuple[str, Segment]]:
+    """Scheduled nodes grouped into runs of one backend, each with what it reads and exports."""
+    plan = schedule(graph)
+    groups: list[tuple[str, list[Node]]] = []
+    for node_id in plan.order:
+        node = graph.nodes[node_id]
+        where = node.backend or backend
+        if groups and groups[-1][0] == where:
+            groups[-1][1].append(node)
+        else:
+            groups.append((where, [node]))
+    segments = []
+    for i, (where, nodes) in enumerate(groups):
+        inside = {node.id for node in nodes}
+        reads = dict.fromkeys(
+            name for node in nodes for name in node.references if name not in inside
+        )
+        later = {name for _, group in groups[i + 1 :] for node in group for name in node.references}
+        exports = tuple(n.id for n in nodes if n.id in graph.outputs or n.id in later)
+        releases = {node.id: plan.releases[node.id] for node in nodes}
+        segments.append((where, Segment(graph, tuple(nodes), tuple(reads), exports, releases)))
+    return segments
+
+
+def max_relative_error(got: FloatArray, expected: FloatArray) -> float:
+    """max |got - expected| over the largest |expected| (normwise: zeros do not blow it up)."""
+    wide = expected.astype(np.float64)
+    scale = max(float(np.max(np.abs(wide))) if wide.size else 0.0, 1e-30)
+    difference = np.abs(got.astype(np.float64) - wide)
+    if not np.all(np.isfinite(difference)):
+        return float("inf")
+    return float(np.max(difference)) / scale if difference.size else 0.0
+
+
+class Runner:
+    """Runs graphs on one backend (with per-node overrides); keeps its executors open between
+    runs, so the Vulkan backend reuses the work it recorded when the same graph runs again."""
+
+    def __init__(self, backend: str = "auto", device: int | None = None) -> None:
+        self.requested = backend
+        self.device_index = device
+        self.backend, self.reason = resolve(backend, device)
+        self._executors: dict[str, OperationExecutor] = {}
+        self._closed = False
+
+    def executor(self, backend: str) -> OperationExecutor:
+        """The open executor of a concrete backend (opened on first use)."""
+        if self._closed:
+            raise RuntimeError("this Runner is closed")
+        if backend not in self._executors:
+            self._executors[backend] = open_executor(backend, self.device_index)
+        return self._executors[backend]
+
+    def run(self, graph: Graph, compare: str | None = None) -> Result:
+        """Run `graph`; with `compare`, run it again on that backend and report the errors."""
+        start = time.perf_counter()
+        segments = split(graph, self.backend)
+        for where, _ in segments:
+            self.executor(where)  # every backend is available before any work starts
+        host: dict[str, FloatArray] = {}
+        producer: dict[str, str] = {}
+        records: list[NodeRecord] = []
+        transfers: list[dict[str, str]] = []
+        for index, (where, segment) in enumerate(segments):
+            for name in segment.reads:
+                if name in graph.inputs and name not in host:
+                    host[name] = materialize(graph.inputs[name])
+                elif name in producer and producer[name] != where:
+                    transfers.append({"value": name, "from": producer[name], "to": where})
+            done = self.executor(where).execute(segment, host)
+            host.update(done.values)
+            producer.update(dict.fromkeys(done.values, where))
+            records.extend(self._records(where, segment, done))
+            self._forget(host, graph, segments[index + 1 :])
+        outputs = {name: self._output(name, graph, host) for name in graph.outputs}
+        total_ms = (time.perf_counter() - start) * 1e3
+        main = self.executor(self.backend) if self.backend in self._executors else None
+        vulkan = self._executors.get("vulkan")
+        result = Result(
+            graph=graph.name,
+            backend=self.backend,
+            requested_backend=self.requested,
+            backend_reason=self.reason,
+            device=main.device if main else self.executor(segments[0][0]).device,
+            outputs=outputs,
+            nodes=records,
+            total_ms=total_ms,
+            transfers=transfers,
+            memory=vulkan.memory_stats() if vulkan else None,
+            warnings=[str(w) for w in graph.warnings],
+        )
+        if compare is not None:
+            result.comparison = self._compare(graph, result, compare)
+        return result
+
+    @staticmethod
+    def _output(name: str, graph: Graph, host: Mapping[str, FloatArray]) -> FloatArray:
+        if name in host:
+            return host[name]
+        return materialize(graph.inputs[name])
+
+    @staticmethod
+    def _records(where: str, segment: Segment, done: SegmentRun) -> list[NodeRecord]:
+        return [
+            NodeRecord(node.id, node.op, where, done.times_ms.get(node.id, 0.0), done.timer)
+            for node in segment.nodes
+        ]
+
+    @staticmethod
+    def _forget(host: dict[str, FloatArray], graph: Graph, rest: list[tuple[str, Segment]]) -> None:
+        """Drop host values that no later segment reads and that are not outputs."""
+        needed = {name for _, segment in rest for name in segment.reads}
+        for name in list(host):
+            if name not in needed and name not in graph.outputs:
+                del host[name]
+
+    def _compare(self, graph: Graph, result: Result, backend: str) -> dict[str, object]:
+        with Runner(backend) as other:
+            expected = other.run(graph).outputs
+        errors = {
+            name: max_relative_error(value, expected[name])
+            for name, value in result.outputs.items()
+        }
+        return {
+            "backend": backend,
+            "rtol": COMPARE_RTOL,
+            "ok": all(error <= COMPARE_RTOL for error in errors.values()),
+            "max_rel_err": errors,
+        }
+
+    def close(self) -> None:
+        """Close every executor this runner opened; a second call does nothing."""
+        self._closed = True
+        executors, self._executors = self._executors, {}
+        for executor in executors.values():
+            executor.close()
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def run_graph(
+    graph: Graph, backend: str = "auto", device: int | None = None, compare: str | None = None
+) -> Result:
+    """Run `graph` once on `backend` (a Runner kept open for one run)."""
+    with Runner(backend, device) as runner:
+        return runner.run(graph, compare)

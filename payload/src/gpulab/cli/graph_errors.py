@@ -1,0 +1,46 @@
+"""How graph commands report failures: one line per problem on stderr, the contract's exit code."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TypeVar
+
+from gpulab.backends import BackendUnavailable, ExecutionFailed
+from gpulab.cli.errors import EXIT_INPUT, EXIT_RUNTIME, EXIT_UNAVAILABLE
+from gpulab.graph import GraphInvalid, Problem
+from gpulab.memory import OutOfMemoryError
+from gpulab.ops import NumericalError
+from gpulab.vk import NoVulkanDevice, VulkanError
+
+T = TypeVar("T")
+
+
+def say(message: str) -> None:
+    """One line on stderr, prefixed like every gpulab message."""
+    print(f"gpulab: {message}", file=sys.stderr)
+
+
+def warn(graph: str, warnings: tuple[Problem, ...]) -> None:
+    """The graph's warnings (unused inputs and nodes), one line each."""
+    for problem in warnings:
+        say(f"{graph}: warning: {problem}")
+
+
+def guarded(graph: str, action: Callable[[], int]) -> int:
+    """Run a graph command, turning every expected failure into its message and exit code."""
+    try:
+        return action()
+    except GraphInvalid as invalid:
+        for problem in invalid.errors:
+            say(f"{graph}: {problem}")
+        return EXIT_INPUT
+    except (BackendUnavailable, NoVulkanDevice) as exc:
+        say(str(exc))
+        return EXIT_UNAVAILABLE
+    except NumericalError as exc:
+        say(f"numerical failure: {exc}")
+        return EXIT_RUNTIME
+    except (ExecutionFailed, OutOfMemoryError, VulkanError) as exc:
+        say(f"run failed: {exc}")
+        return EXIT_RUNTIME

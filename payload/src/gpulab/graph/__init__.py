@@ -1,0 +1,40 @@
+"""Compute graphs: the model, loading with full validation, the JSON Schema, scheduling."""
+
+from gpulab.graph.load import load_graph, read_json
+from gpulab.graph.model import (
+    BACKEND_NAMES,
+    GRAPH_VERSION,
+    Graph,
+    GraphInput,
+    Literal,
+    Node,
+    Ref,
+    nbytes,
+)
+from gpulab.graph.problems import GraphInvalid, Problem
+from gpulab.graph.schedule import Schedule, schedule
+from gpulab.graph.schema import graph_schema
+from gpulab.graph.validate import MemoryLimit, host_memory, validate
+from gpulab.graph.values import materialize
+
+__all__ = [
+    "BACKEND_NAMES",
+    "GRAPH_VERSION",
+    "Graph",
+    "GraphInput",
+    "GraphInvalid",
+    "Literal",
+    "MemoryLimit",
+    "Node",
+    "Problem",
+    "Ref",
+    "Schedule",
+    "graph_schema",
+    "host_memory",
+    "load_graph",
+    "materialize",
+    "nbytes",
+    "read_json",
+    "schedule",
+    "validate",
+]

@@ -1,0 +1,136 @@
+"""The graph model: float32 values (scalar, vector, matrix), where inputs come from, and nodes.
+
+Built by `gpulab.graph.load` from JSON after validation, so every object here is consistent:
+references resolve, kinds and shapes agree, there is no cycle.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpulab.graph.problems import Problem
+from gpulab.ops import Kind, Shape
+
+GRAPH_VERSION = 1
+BACKEND_NAMES = ("cpu", "native", "vulkan")
+"""Backends a node may name as its override (`auto` is a run-wide choice only)."""
+
+
+@dataclass(frozen=True)
+class Random:
+    """numpy's default_rng(seed).uniform(low, high, shape) cast to float32."""
+
+    seed: int
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class Fill:
+    """Every element equal to `value`."""
+
+    value: float
+
+
+@dataclass(frozen=True)
+class Linspace:
+    """np.linspace(start, stop, n) cast to float32."""
+
+    start: float
+    stop: float
+
+
+@dataclass(frozen=True)
+class Data:
+    """Values given in the graph: a number, a list, or a list of rows."""
+
+    values: Any
+
+
+@dataclass(frozen=True)
+class NpyFile:
+    """A .npy file (resolved against the graph file's folder) cast to float32."""
+
+    path: Path
+
+
+Source = Random | Fill | Linspace | Data | NpyFile
+
+
+@dataclass(frozen=True)
+class GraphInput:
+    """A named input value: its kind, shape and source."""
+
+    name: str
+    kind: Kind
+    shape: Shape
+    source: Source
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A node input that names a graph input or another node."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A node input given as a number (a scalar)."""
+
+    value: float
+
+
+Argument = Ref | Literal
+
+
+@dataclass(frozen=True)
+class Node:
+    """One op application; `index` is its position in the graph file (the schedule tie-break)."""
+
+    id: str
+    op: str
+    inputs: Mapping[str, Argument]
+    params: Mapping[str, Any]
+    backend: str | None
+    index: int
+    kind: Kind
+    shape: Shape
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        """The names this node reads, in the op's input order."""
+        return tuple(arg.name for arg in self.inputs.values() if isinstance(arg, Ref))
+
+
+def nbytes(shape: Shape) -> int:
+    """Bytes of a float32 value of this shape."""
+    return 4 * math.prod(shape)
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A validated graph, ready to schedule and run."""
+
+    name: str
+    inputs: Mapping[str, GraphInput]
+    nodes: Mapping[str, Node]
+    outputs: tuple[str, ...]
+    warnings: tuple[Problem, ...] = field(default=())
+    source: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def shape(self, name: str) -> Shape:
+        """The shape of an input or node value."""
+        if name in self.inputs:
+            return self.inputs[name].shape
+        return self.nodes[name].shape
+
+    def kind(self, name: str) -> Kind:
+        """The kind of an input or node value."""
+        if name in self.inputs:
+            return self.inputs[name].kind
+        return self.nodes[name].kind

@@ -1,0 +1,33 @@
+"""What validation reports: each problem names where (JSON path, node id) and what is wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One error or warning, located by JSON path and, when it belongs to a node, its id."""
+
+    path: str
+    message: str
+    node: str | None = None
+
+    def __str__(self) -> str:
+        if not self.path:
+            return self.message
+        where = f"{self.path} (node {self.node!r})" if self.node is not None else self.path
+        return f"{where}: {self.message}"
+
+
+class GraphInvalid(ValueError):
+    """A graph that cannot run; `errors` lists every problem found, `warnings` the rest."""
+
+    def __init__(self, errors: Sequence[Problem], warnings: Sequence[Problem] = ()) -> None:
+        self.errors = tuple(errors)
+        self.warnings = tuple(warnings)
+        count = len(self.errors)
+        first = str(self.errors[0]) if self.errors else "invalid graph"
+        more = f" (and {count - 1} more)" if count > 1 else ""
+        super().__init__(first + more)

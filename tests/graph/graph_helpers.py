@@ -1,0 +1,60 @@
+"""Helpers for the graph tests: graphs written to files, and the CLI run in-process or as a
+subprocess (the way users run it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gpulab.cli.main import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "payload" / "examples"
+SCRIPT = Path(sys.executable).with_name("gpulab")
+GPULAB = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gpulab"]
+
+
+def write_graph(folder: Path, graph: Any, name: str = "graph.json") -> Path:
+    """`graph` as a file (a str is written as is, for malformed JSON)."""
+    path = folder / name
+    path.write_text(graph if isinstance(graph, str) else json.dumps(graph), encoding="utf-8")
+    return path
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`gpulab ARGS` in this process: exit code, stdout, stderr."""
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def subprocess_cli(
+    *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`gpulab ARGS` as a separate process."""
+    return subprocess.run(
+        [*GPULAB, *args], capture_output=True, text=True, env=env, timeout=300, check=False
+    )
+
+
+def small_graph(**overrides: Any) -> dict[str, Any]:
+    """A valid graph to break one piece at a time."""
+    graph: dict[str, Any] = {
+        "version": 1,
+        "name": "small",
+        "inputs": {
+            "x": {"type": "vector", "data": [1.0, 2.0, 3.0]},
+            "y": {"type": "vector", "fill": {"n": 3, "value": 0.5}},
+            "a": {"type": "scalar", "value": 2.0},
+        },
+        "nodes": [
+            {"id": "s", "op": "saxpy", "inputs": {"a": "a", "x": "x", "y": "y"}},
+            {"id": "n", "op": "l2_norm", "inputs": {"x": "s"}},
+        ],
+        "outputs": ["s", "n"],
+    }
+    graph.update(overrides)
+    return graph
