@@ -29,6 +29,7 @@ from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
 
 CHUNK_BYTES = 32 << 20
 SLOTS = 4
+MIN_CHUNK = 64 << 10
 PROBE_BYTES = 8 << 20
 PARALLEL_ABOVE = 2 << 20
 """Copies smaller than this run on the calling thread: splitting them costs more than it saves."""
@@ -101,24 +102,42 @@ class Stager:
 
     # Rings ------------------------------------------------------------------------------
 
-    def _ring(self, kind: str) -> list[_Slot]:
+    def _ring(self, kind: str, nbytes: int) -> list[_Slot]:
+        """The ring of `kind`, with chunks of chunk_bytes, or less for small transfers.
+
+        Chunks start at the transfer's size (rounded up to a power of two, 64 KiB at least)
+        and grow to chunk_bytes as larger transfers come: small transfers do not pin
+        slots * chunk_bytes of staging memory.
+        """
+        wanted = min(self.chunk_bytes, max(MIN_CHUNK, 1 << (nbytes - 1).bit_length()))
         ring = self._rings.get(kind)
-        if ring is None:
-            ring = []
-            for _ in range(self.slot_count):
-                allocation = self.manager.allocate(
-                    self.chunk_bytes, kind, TRANSFER_SRC | TRANSFER_DST, label=f"stager {kind}"
+        if ring is not None and ring[0].allocation.size >= wanted:
+            return ring
+        if ring is not None:
+            self._release(ring)
+        ring = []
+        for _ in range(self.slot_count):
+            allocation = self.manager.allocate(
+                wanted, kind, TRANSFER_SRC | TRANSFER_DST, label=f"stager {kind}"
+            )
+            ring.append(
+                _Slot(
+                    allocation,
+                    allocation.view(np.uint8, wanted),
+                    self._commands.allocate(),
+                    Fence(self.manager.device),
                 )
-                ring.append(
-                    _Slot(
-                        allocation,
-                        allocation.view(np.uint8, self.chunk_bytes),
-                        self._commands.allocate(),
-                        Fence(self.manager.device),
-                    )
-                )
-            self._rings[kind] = ring
+            )
+        self._rings[kind] = ring
         return ring
+
+    def _release(self, ring: list[_Slot]) -> None:
+        for slot in ring:
+            self._wait(slot)
+            del slot.view
+            slot.allocation.free()
+            slot.fence.close()
+            slot.commands.close()
 
     @staticmethod
     def _wait(slot: _Slot) -> None:
@@ -160,11 +179,12 @@ class Stager:
         self.copy(allocation.view(np.uint8, source.size), source)
 
     def _upload_staged(self, source: npt.NDArray[np.uint8], allocation: Allocation) -> None:
-        ring = self._ring("upload")
-        for index, start in enumerate(range(0, source.size, self.chunk_bytes)):
+        ring = self._ring("upload", source.size)
+        chunk = ring[0].allocation.size
+        for index, start in enumerate(range(0, source.size, chunk)):
             slot = ring[index % len(ring)]
             self._wait(slot)  # the copy that last used this chunk is done
-            piece = source[start : start + self.chunk_bytes]
+            piece = source[start : start + chunk]
             self.copy(slot.view[: piece.size], piece)
             self._submit_copy(slot, slot.allocation, allocation, piece.size, src=0, dst=start)
         for slot in ring:
@@ -216,11 +236,12 @@ class Stager:
         fence.reset()
 
     def _download_staged(self, allocation: Allocation, target: npt.NDArray[np.uint8]) -> None:
-        ring = self._ring("readback")
-        starts = list(range(0, target.size, self.chunk_bytes))
+        ring = self._ring("readback", target.size)
+        chunk = ring[0].allocation.size
+        starts = list(range(0, target.size, chunk))
 
         def submit(index: int) -> None:
-            size = min(self.chunk_bytes, target.size - starts[index])
+            size = min(chunk, target.size - starts[index])
             slot = ring[index % len(ring)]
             self._submit_copy(slot, allocation, slot.allocation, size, src=starts[index], dst=0)
 
@@ -229,7 +250,7 @@ class Stager:
         for index, start in enumerate(starts):
             slot = ring[index % len(ring)]
             self._wait(slot)
-            size = min(self.chunk_bytes, target.size - start)
+            size = min(chunk, target.size - start)
             self.copy(target[start : start + size], slot.view[:size])
             if index + len(ring) < len(starts):
                 submit(index + len(ring))
@@ -244,7 +265,7 @@ class Stager:
         return path
 
     def measure(self, direction: str, probe: npt.NDArray[np.uint8], allocation: Allocation) -> str:
-        """Time the direct and the staged path on `probe` (best of two each); keep the faster."""
+        """Time the direct and the staged path on `probe` (best of three each); keep the faster."""
         ways: dict[str, Callable[[], None]]
         if direction == "upload":
             ways = {
@@ -259,7 +280,7 @@ class Stager:
         timings: dict[str, float] = {}
         for name, run in ways.items():
             best = float("inf")
-            for _ in range(2):
+            for _ in range(3):
                 start = time.perf_counter()
                 run()
                 best = min(best, time.perf_counter() - start)
@@ -271,11 +292,7 @@ class Stager:
     def close(self) -> None:
         """Wait for copies in flight, then release the rings, command buffers and fences."""
         for ring in self._rings.values():
-            for slot in ring:
-                self._wait(slot)
-                del slot.view
-                slot.allocation.free()
-                slot.fence.close()
+            self._release(ring)
         self._rings.clear()
         if self._sync is not None:
             self._sync[1].close()

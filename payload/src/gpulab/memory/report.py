@@ -1,0 +1,90 @@
+"""`gpulab memory`: run an allocation pattern like a graph's on a device and print the stats.
+
+The pattern: a few passes of pooled intermediates of mixed sizes (from 1 KiB to 8 MiB, the
+later passes reusing the earlier passes' buffers), uploads and readbacks through the Stager,
+and one buffer large enough for a dedicated allocation. It prints the manager's statistics
+(allocator and pool) as a table, or as JSON with --json.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from gpulab.memory.manager import MemoryManager
+from gpulab.memory.pool import BufferPool
+from gpulab.memory.staging import Stager
+from gpulab.vk import Device, shared_instance
+
+MIB = 1 << 20
+PASSES = 4
+SIZES = (1024, 3000, 64 * 1024, 250_000, MIB, 3 * MIB, 8 * MIB)
+
+
+def exercise(manager: MemoryManager, budget_bytes: int = 64 * MIB) -> dict[str, Any]:
+    """Run the pattern on `manager`: its statistics while the last pass is live, and once the
+    pool and the stager are closed (empty blocks stay for the grace period)."""
+    with BufferPool(manager, budget_bytes) as pool, Stager(manager) as stager:
+        rng = np.random.default_rng(0)
+        live_stats: dict[str, Any] = {}
+        for step in range(PASSES):
+            held = [pool.acquire(size, label=f"pass {step} #{i}") for i, size in enumerate(SIZES)]
+            data = rng.standard_normal(SIZES[-1] // 4).astype(np.float32)
+            stager.upload(data, held[-1])
+            if not np.array_equal(stager.download(held[-1], data.shape), data):
+                raise RuntimeError("the uploaded data did not come back unchanged")
+            if step == PASSES - 1:
+                big = manager.allocate(manager.blocks.block_size(held[0].memory_type) // 2 + 1)
+                live_stats = manager.stats()
+                big.free()
+            for allocation in reversed(held):
+                allocation.free()
+        paths = dict(stager.paths)
+    return {"live": live_stats, "after": manager.stats(), "paths": paths}
+
+
+def _mib(nbytes: int) -> str:
+    return f"{nbytes / MIB:.1f} MiB"
+
+
+def _table(stats: dict[str, Any]) -> str:
+    lines = [
+        f"suballocator: {stats['suballocator']}",
+        f"allocated {_mib(stats['allocated_bytes'])}, in use {_mib(stats['in_use_bytes'])}, "
+        f"free {_mib(stats['free_bytes'])}, largest free region "
+        f"{_mib(stats['largest_free_region'])}, fragmentation {stats['fragmentation']:.2f}",
+        f"peak in use {_mib(stats['peak_in_use_bytes'])}, blocks {stats['block_count']}, "
+        f"dedicated {stats['dedicated_count']}, allocations {stats['allocation_count']}",
+    ]
+    pool = stats.get("pool")
+    if pool:
+        lines.append(
+            f"pool: hit rate {pool['hit_rate']:.2f} ({pool['hits']} hits, {pool['misses']} "
+            f"misses), {pool['evictions']} evictions, cached {_mib(pool['cached_bytes'])}"
+        )
+    for index, entry in stats["memory_types"].items():
+        lines.append(
+            f"  type {index} (heap {entry['heap']}, {'|'.join(entry['flags'])}): "
+            f"allocated {_mib(entry['allocated_bytes'])}, in use {_mib(entry['in_use_bytes'])}, "
+            f"peak {_mib(entry['peak_in_use_bytes'])}, blocks {entry['block_count']}"
+        )
+    return "\n".join(lines)
+
+
+def run(as_json: bool, device_index: int = 0) -> int:
+    """The CLI command: exercise device `device_index`, print its statistics; exit code 0."""
+    with Device(shared_instance().physical_device(device_index)) as device:
+        with MemoryManager(device) as manager:
+            result = exercise(manager)
+        result["device"] = device.info.name
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"device: {result['device']}; transfer paths: {result['paths']}")
+        print("while the last pass is live:")
+        print(_table(result["live"]))
+        print("after freeing everything:")
+        print(_table(result["after"]))
+    return 0

@@ -1,0 +1,62 @@
+"""`gpulab memory`: the allocation pattern's statistics, as users run the command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from gpulab.memory import MemoryManager
+from gpulab.memory.report import exercise
+from gpulab.vk import Device
+
+STAT_KEYS = {
+    "allocated_bytes",
+    "in_use_bytes",
+    "free_bytes",
+    "largest_free_region",
+    "fragmentation",
+    "peak_in_use_bytes",
+    "block_count",
+    "dedicated_count",
+    "allocation_count",
+    "memory_types",
+    "suballocator",
+}
+
+
+def test_the_pattern_reuses_pooled_buffers_and_frees_everything(device: Device) -> None:
+    with MemoryManager(device) as manager:
+        result = exercise(manager)
+    live, after = result["live"], result["after"]
+    assert set(live) >= STAT_KEYS and set(after) >= STAT_KEYS
+    assert live["dedicated_count"] == 1
+    assert live["pool"]["hit_rate"] == 0.75  # passes 2 to 4 reuse the first pass's buffers
+    assert after["in_use_bytes"] == 0 and after["allocation_count"] == 0
+    assert after["peak_in_use_bytes"] >= live["in_use_bytes"]
+
+
+def test_gpulab_memory_json() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "gpulab", "memory", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["device"].startswith("llvmpipe")
+    assert result["live"]["memory_types"]["0"]["flags"][0] == "device_local"
+
+
+def test_gpulab_memory_rejects_a_missing_device() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "gpulab", "memory", "--device", "7"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 3
+    assert done.stderr.count("\n") == 1 and "device index 7 does not exist" in done.stderr
