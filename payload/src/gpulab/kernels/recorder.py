@@ -26,7 +26,9 @@ _COMBINE = {"sum": 0, "min": 1, "max": 2, "dot": 0, "l2_norm": 0}
 _FLOATS_PER_INVOCATION = 16  # reduce.glsl: four vec4 loads per loop iteration
 _STATUS_WORDS = 8  # jacobi.glsl's status
 EXTRA_OPS = ("copy", "fill")
-"""Ops beyond the contract: copy (x -> out, bench's bandwidth ceiling) and fill."""
+"""Ops beyond the contract: copy (x -> out, a multiple of 4 elements: bench's bandwidth
+ceiling) and fill (out[i] = value + step * (i % period); inputs {"value": v}, params step and
+period)."""
 
 
 @dataclass(frozen=True)
@@ -272,7 +274,10 @@ class _Recording:
             self.copy(array("x"), out)
         elif op == "fill":
             value = inputs.get("value", 0.0)
-            self.fill(out, float(value) if not isinstance(value, DeviceArray) else 0.0)
+            if isinstance(value, DeviceArray):
+                raise ValueError("fill: value must be a number")
+            step, period = float(params.get("step", 0.0)), int(params.get("period", 1))
+            self.fill(out, float(value), step, max(period, 1))
         return status
 
     def fill(self, out: DeviceArray, value: float, step: float = 0.0, period: int = 1) -> None:

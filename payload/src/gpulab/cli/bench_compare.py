@@ -1,0 +1,162 @@
+"""The same ops through torch or cupy on the same GPU, timed with CUDA events (bench --compare)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from gpulab.cli.bench_ops import JACOBI_STEPS, Workload
+from gpulab.cli.errors import BackendUnavailable
+
+TRIALS = 3
+TARGET_SECONDS = 0.05
+MAX_REPEAT = 200
+
+
+class Library:
+    """One array library on its CUDA device: makes the op's arrays and times it."""
+
+    def __init__(self, name: str, module: Any) -> None:
+        self.name = name
+        self.module = module
+        if name == "torch":
+            if not module.cuda.is_available():
+                raise BackendUnavailable("--compare torch: torch sees no CUDA device")
+            # The fp32 matmul we compare with is true fp32, not TF32.
+            module.backends.cuda.matmul.allow_tf32 = False
+            module.backends.cudnn.allow_tf32 = False
+            self.version = f"torch {module.__version__}"
+        else:
+            if module.cuda.runtime.getDeviceCount() == 0:
+                raise BackendUnavailable("--compare cupy: cupy sees no CUDA device")
+            self.version = f"cupy {module.__version__}"
+
+    def _array(self, shape: tuple[int, ...], value: float) -> Any:
+        if self.name == "torch":
+            return self.module.full(shape, value, dtype=self.module.float32, device="cuda")
+        return self.module.full(shape, value, dtype=self.module.float32)
+
+    def _synchronize(self) -> None:
+        if self.name == "torch":
+            self.module.cuda.synchronize()
+        else:
+            self.module.cuda.Device().synchronize()
+
+    def _elapsed(self, run: Callable[[], Any], repeat: int) -> float:
+        """Seconds per call of `repeat` back-to-back calls, by CUDA events."""
+        if self.name == "torch":
+            start = self.module.cuda.Event(enable_timing=True)
+            end = self.module.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(repeat):
+                run()
+            end.record()
+            end.synchronize()
+            return float(start.elapsed_time(end)) * 1e-3 / repeat
+        cuda = self.module.cuda
+        start, end = cuda.Event(), cuda.Event()
+        start.record()
+        for _ in range(repeat):
+            run()
+        end.record()
+        end.synchronize()
+        return float(cuda.get_elapsed_time(start, end)) * 1e-3 / repeat
+
+    def _operation(self, workload: Workload) -> Callable[[], Any]:
+        xp, n, op = self.module, workload.n, workload.op
+        torch = self.name == "torch"
+        if workload.matrix:
+            a = self._array((n, n), 0.25)
+            if op == "matmul":
+                b, c = self._array((n, n), 0.5), self._array((n, n), 0.0)
+                return lambda: xp.matmul(a, b, out=c)
+            v, out = self._array((n,), 0.5), self._array((n,), 0.0)
+            if op == "matvec":
+                return (
+                    (lambda: xp.mv(a, v, out=out)) if torch else (lambda: xp.matmul(a, v, out=out))
+                )
+            diagonal = xp.diagonal(a).clone() if torch else xp.diagonal(a).copy()
+
+            def jacobi() -> Any:
+                x = out * 0
+                for _ in range(JACOBI_STEPS):
+                    x = (v - (a @ x - diagonal * x)) / diagonal
+                return x
+
+            return jacobi
+        x, y, out = self._array((n,), 0.5), self._array((n,), -0.25), self._array((n,), 0.0)
+        if torch:
+            table: dict[str, Callable[[], Any]] = {
+                "copy": lambda: out.copy_(x),
+                "add": lambda: xp.add(x, y, out=out),
+                "scale": lambda: xp.mul(x, 1.5, out=out),
+                "saxpy": lambda: xp.add(y, x, alpha=1.5, out=out),
+                "sum": lambda: xp.sum(x),
+                "min": lambda: xp.min(x),
+                "max": lambda: xp.max(x),
+                "dot": lambda: xp.dot(x, y),
+                "l2_norm": lambda: xp.linalg.vector_norm(x),
+                "normalize": lambda: xp.div(x, xp.linalg.vector_norm(x), out=out),
+            }
+        else:
+            saxpy = xp.ElementwiseKernel(
+                "float32 a, float32 x, float32 y", "float32 o", "o = a * x + y", "gpulab_saxpy"
+            )
+            table = {
+                "copy": lambda: xp.copyto(out, x),
+                "add": lambda: xp.add(x, y, out=out),
+                "scale": lambda: xp.multiply(x, xp.float32(1.5), out=out),
+                "saxpy": lambda: saxpy(xp.float32(1.5), x, y, out),
+                "sum": lambda: xp.sum(x),
+                "min": lambda: xp.min(x),
+                "max": lambda: xp.max(x),
+                "dot": lambda: xp.dot(x, y),
+                "l2_norm": lambda: xp.linalg.norm(x),
+                "normalize": lambda: xp.divide(x, xp.linalg.norm(x), out=out),
+            }
+        return table[op]
+
+    def measure(self, workload: Workload) -> dict[str, Any]:
+        """One row for `workload`: the best of TRIALS timed batches."""
+        run = self._operation(workload)
+        run()
+        self._synchronize()
+        single = self._elapsed(run, 1)
+        repeat = max(1, min(MAX_REPEAT, int(TARGET_SECONDS / max(single, 1e-6))))
+        seconds = min(self._elapsed(run, repeat) for _ in range(TRIALS))
+        del run
+        self._release()
+        row: dict[str, Any] = {
+            "op": workload.op,
+            "n": workload.n,
+            "backend": self.name,
+            "gbps": workload.bytes_moved / seconds / 1e9,
+            "time_ms": seconds * 1e3,
+            "bytes": workload.bytes_moved,
+            "library": self.version,
+            "repeat": repeat,
+        }
+        if workload.matrix:
+            row["gflops"] = workload.flops / seconds / 1e9
+        return row
+
+    def _release(self) -> None:
+        if self.name == "torch":
+            self.module.cuda.empty_cache()
+        else:
+            self.module.get_default_memory_pool().free_all_blocks()
+
+
+def load_library(name: str) -> Library:
+    """torch or cupy, ready on its GPU; BackendUnavailable when it cannot run here."""
+    try:
+        module = importlib.import_module(name)
+    except ImportError:
+        raise BackendUnavailable(f"--compare {name}: {name} is not installed here") from None
+    try:
+        return Library(name, module)
+    except BackendUnavailable:
+        raise
+    except Exception as exc:
+        raise BackendUnavailable(f"--compare {name}: {exc}") from None
