@@ -10,8 +10,8 @@ from gpulab.vk import Device
 CHUNK = 1 << 16
 
 
-@pytest.mark.parametrize("path", ["staged", "direct"])
-def test_round_trip_across_chunks(device: Device, path: str) -> None:
+@pytest.mark.parametrize(("path", "threads"), [("staged", 1), ("staged", 3), ("direct", 3)])
+def test_round_trip_across_chunks(device: Device, path: str, threads: int) -> None:
     data = np.random.default_rng(1).standard_normal((37, 1001)).astype(np.float32)  # 2.3 chunks
     with (
         MemoryManager(device) as manager,

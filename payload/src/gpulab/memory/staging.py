@@ -1,9 +1,10 @@
 """Stager: numpy arrays into and out of device buffers, as fast as the copy engine allows.
 
 Uploads go through a persistently mapped ring of staging chunks: while the device copies
-chunk i into the target buffer, the host fills chunk i+1 (with several threads: numpy
-releases the GIL while it copies). Readbacks run the other way through HOST_CACHED memory,
-where host reads are fast: the device copies ahead into the ring while the host drains it.
+chunk i into the target buffer, host threads fill the next chunks, one whole chunk each
+(numpy releases the GIL while it copies). Readbacks run the other way through HOST_CACHED
+memory, where host reads are fast: the device copies ahead into the ring while host threads
+drain it. Each chunk has its own command buffer and fence.
 
 When the target buffer is itself mappable (integrated GPUs, lavapipe, the H200's
 DEVICE_LOCAL|HOST_VISIBLE type), the host could also read or write it directly. Which path
@@ -16,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,8 +28,7 @@ from gpulab.memory.manager import Allocation, MemoryManager
 from gpulab.vk import CommandBuffer, CommandPool, Fence
 from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
 
-CHUNK_BYTES = 32 << 20
-SLOTS = 4
+CHUNK_BYTES = 16 << 20
 MIN_CHUNK = 64 << 10
 PROBE_BYTES = 8 << 20
 PARALLEL_ABOVE = 2 << 20
@@ -47,6 +47,13 @@ class _Slot:
     in_flight: bool = False
 
 
+def _settle(futures: dict[int, Future[Any]]) -> None:
+    """Cancel what has not started and wait for the rest (after an error part-way)."""
+    for future in futures.values():
+        future.cancel()
+    wait(list(futures.values()))
+
+
 def _bytes_of(array: npt.NDArray[Any]) -> npt.NDArray[np.uint8]:
     flat = np.ascontiguousarray(array).reshape(-1)
     return flat.view(np.uint8)
@@ -55,7 +62,8 @@ def _bytes_of(array: npt.NDArray[Any]) -> npt.NDArray[np.uint8]:
 class Stager:
     """Host <-> device transfers for one MemoryManager (see the module docstring).
 
-    `chunk_bytes` and `slots` size each ring; `threads` copy on the host (default: up to 8);
+    `chunk_bytes` and `slots` size each ring (default: two chunks per thread); `threads`
+    copy on the host (default: up to 8);
     `paths` fixes the choice for mappable buffers instead of measuring it. Transfers block
     until the data has arrived. Close it before the manager.
     """
@@ -64,16 +72,17 @@ class Stager:
         self,
         manager: MemoryManager,
         chunk_bytes: int = CHUNK_BYTES,
-        slots: int = SLOTS,
+        slots: int | None = None,
         threads: int | None = None,
         paths: dict[str, str] | None = None,
     ) -> None:
+        self.threads = threads or min(8, os.cpu_count() or 1)
+        slots = slots or max(3, 2 * self.threads)
         if chunk_bytes <= 0 or slots < 1:
             raise ValueError(f"need chunk_bytes > 0 and slots >= 1, got {chunk_bytes}, {slots}")
         self.manager = manager
         self.chunk_bytes = chunk_bytes
         self.slot_count = slots
-        self.threads = threads or min(8, os.cpu_count() or 1)
         self._executor = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
         self._commands = CommandPool(manager.device)
         self._rings: dict[str, list[_Slot]] = {}
@@ -105,11 +114,12 @@ class Stager:
     def _ring(self, kind: str, nbytes: int) -> list[_Slot]:
         """The ring of `kind`, with chunks of chunk_bytes, or less for small transfers.
 
-        Chunks start at the transfer's size (rounded up to a power of two, 64 KiB at least)
-        and grow to chunk_bytes as larger transfers come: small transfers do not pin
-        slots * chunk_bytes of staging memory.
+        Chunks start at the transfer's share per thread (rounded up to a power of two, 64 KiB
+        at least) and grow to chunk_bytes as larger transfers come: small transfers do not
+        pin slots * chunk_bytes of staging memory.
         """
-        wanted = min(self.chunk_bytes, max(MIN_CHUNK, 1 << (nbytes - 1).bit_length()))
+        share = -(-nbytes // self.threads)  # every thread gets a chunk of smaller transfers
+        wanted = min(self.chunk_bytes, max(MIN_CHUNK, 1 << (share - 1).bit_length()))
         ring = self._rings.get(kind)
         if ring is not None and ring[0].allocation.size >= wanted:
             return ring
@@ -181,12 +191,34 @@ class Stager:
     def _upload_staged(self, source: npt.NDArray[np.uint8], allocation: Allocation) -> None:
         ring = self._ring("upload", source.size)
         chunk = ring[0].allocation.size
-        for index, start in enumerate(range(0, source.size, chunk)):
+        starts = range(0, source.size, chunk)
+
+        def fill(index: int) -> int:
             slot = ring[index % len(ring)]
             self._wait(slot)  # the copy that last used this chunk is done
-            piece = source[start : start + chunk]
-            self.copy(slot.view[: piece.size], piece)
-            self._submit_copy(slot, slot.allocation, allocation, piece.size, src=0, dst=start)
+            piece = source[starts[index] : starts[index] + chunk]
+            np.copyto(slot.view[: piece.size], piece)
+            return piece.size
+
+        def send(index: int, size: int) -> None:
+            slot = ring[index % len(ring)]
+            self._submit_copy(slot, slot.allocation, allocation, size, src=0, dst=starts[index])
+
+        if self._executor is None:
+            for index in range(len(starts)):
+                send(index, fill(index))
+        else:
+            # Threads fill different chunks at once; each fill waits for its chunk's previous
+            # copy, and chunks are submitted in order as their fills complete.
+            executor = self._executor
+            futures = {i: executor.submit(fill, i) for i in range(min(len(ring), len(starts)))}
+            try:
+                for index in range(len(starts)):
+                    send(index, futures.pop(index).result())
+                    if index + len(ring) < len(starts):
+                        futures[index + len(ring)] = executor.submit(fill, index + len(ring))
+            finally:
+                _settle(futures)
         for slot in ring:
             self._wait(slot)
 
@@ -238,22 +270,40 @@ class Stager:
     def _download_staged(self, allocation: Allocation, target: npt.NDArray[np.uint8]) -> None:
         ring = self._ring("readback", target.size)
         chunk = ring[0].allocation.size
-        starts = list(range(0, target.size, chunk))
+        starts = range(0, target.size, chunk)
 
-        def submit(index: int) -> None:
+        def request(index: int) -> None:
             size = min(chunk, target.size - starts[index])
             slot = ring[index % len(ring)]
             self._submit_copy(slot, allocation, slot.allocation, size, src=starts[index], dst=0)
 
-        for index in range(min(len(ring), len(starts))):  # the device runs ahead of the host
-            submit(index)
-        for index, start in enumerate(starts):
+        def drain(index: int) -> None:
             slot = ring[index % len(ring)]
             self._wait(slot)
-            size = min(chunk, target.size - start)
-            self.copy(target[start : start + size], slot.view[:size])
-            if index + len(ring) < len(starts):
-                submit(index + len(ring))
+            size = min(chunk, target.size - starts[index])
+            np.copyto(target[starts[index] : starts[index] + size], slot.view[:size])
+
+        ahead = min(len(ring), len(starts))  # the device copies ahead of the host
+        for index in range(ahead):
+            request(index)
+        if self._executor is None:
+            for index in range(len(starts)):
+                drain(index)
+                if index + len(ring) < len(starts):
+                    request(index + len(ring))
+            return
+        executor = self._executor
+        futures = {i: executor.submit(drain, i) for i in range(ahead)}
+        try:
+            for index in range(len(starts)):
+                futures.pop(index).result()
+                if index + len(ring) < len(starts):
+                    request(index + len(ring))
+                    futures[index + len(ring)] = executor.submit(drain, index + len(ring))
+        finally:
+            _settle(futures)
+        for slot in ring:
+            self._wait(slot)
 
     # Path choice ------------------------------------------------------------------------
 
