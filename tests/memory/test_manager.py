@@ -13,7 +13,7 @@ from gpulab.memory import (
     MemoryManager,
     OutOfMemoryError,
 )
-from gpulab.vk import Device, live_handles
+from gpulab.vk import Device, ObjectClosedError, live_handles
 
 MIB = 1 << 20
 
@@ -88,7 +88,7 @@ def test_closing_releases_every_handle(device: Device) -> None:
     held = [manager.allocate(100 * (i + 1)) for i in range(20)]
     manager.close()
     assert not {"Buffer", "DeviceMemory"} & set(live_handles())
-    with pytest.raises(AllocationFreedError):
+    with pytest.raises(ObjectClosedError, match="MemoryManager is used after close"):
         manager.allocate(100)
     del held
 

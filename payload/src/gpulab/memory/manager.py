@@ -18,7 +18,7 @@ from gpulab.memory.blocks import DEFAULT_GRACE_S, BlockAllocator, Limits, Region
 from gpulab.memory.errors import AllocationFreedError
 from gpulab.memory.memory_types import MAPPABLE
 from gpulab.memory.offsets import OffsetAllocatorFactory, default_factory
-from gpulab.vk import Buffer, Device, DeviceMemory, MemoryType
+from gpulab.vk import Buffer, Device, DeviceMemory, MemoryType, ObjectClosedError
 from gpulab.vk.buffer import STORAGE, TRANSFER_DST, TRANSFER_SRC
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ class MemoryManager:
     def reserve(self, nbytes: int, kind: str = "device", usage: int = DEFAULT_USAGE) -> Reservation:
         """A bound buffer of `nbytes` (the pools' building block; most callers use allocate)."""
         if self.closed:
-            raise AllocationFreedError("the MemoryManager is used after close()")
+            raise ObjectClosedError("the MemoryManager is used after close()")
         buffer = Buffer(self.device, nbytes, usage)
         try:
             region = self.blocks.allocate(

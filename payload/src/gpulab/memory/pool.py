@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulab.memory.manager import DEFAULT_USAGE, Allocation, MemoryManager, Reservation
+from gpulab.vk import ObjectClosedError
 
 SMALLEST_CLASS = 256
 EXACT_ABOVE = 256 << 20
@@ -93,7 +94,7 @@ class BufferPool:
     ) -> Allocation:
         """An allocation of `nbytes` (capacity: its size class), cached or new."""
         if self.closed:
-            raise RuntimeError("the BufferPool is used after close()")
+            raise ObjectClosedError("the BufferPool is used after close()")
         if nbytes <= 0:
             raise ValueError(f"allocation size must be positive, got {nbytes}")
         capacity = size_class(nbytes)
