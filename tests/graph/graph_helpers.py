@@ -58,3 +58,13 @@ def small_graph(**overrides: Any) -> dict[str, Any]:
     }
     graph.update(overrides)
     return graph
+
+
+def has_vulkan() -> bool:
+    """A Vulkan device exists here (lavapipe in CI)."""
+    from gpulab.backends.select import vulkan_devices  # noqa: PLC0415
+
+    return bool(vulkan_devices())
+
+
+needs_vulkan = pytest.mark.skipif(not has_vulkan(), reason="no Vulkan device")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gpulab import Result, Runner, load_graph, run_graph
 from gpulab.graph import GraphInvalid
-from graph_helpers import EXAMPLES, cli, subprocess_cli
+from graph_helpers import EXAMPLES, cli, needs_vulkan, subprocess_cli
 
 # Float32 results from differently ordered float32/float64 accumulations: agreement to 1e-5 of
 # the largest magnitude of each output (`--compare` uses the same normwise measure).
@@ -33,7 +33,7 @@ def test_there_are_examples() -> None:
 
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.stem)
-@pytest.mark.parametrize("backend", ["native"])
+@pytest.mark.parametrize("backend", ["native", pytest.param("vulkan", marks=needs_vulkan)])
 def test_example_matches_cpu(path: Path, backend: str) -> None:
     graph = load_graph(path)
     assert graph.warnings == ()

@@ -8,7 +8,15 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from gpulab.native import NativeUnavailable, kernels
-from gpulab.ops import OPS, NumericalError, ShapeError, reference, result_shape
+from gpulab.ops import (
+    OPS,
+    Kind,
+    NumericalError,
+    ShapeError,
+    kind_of_shape,
+    reference,
+    result_shape,
+)
 
 RTOL = 1e-5  # float32 results of float64-accumulated references
 
@@ -40,6 +48,13 @@ def test_jacobi_tolerance_stops_early() -> None:
 def test_normalize_of_zero_is_an_error() -> None:
     with pytest.raises(NumericalError, match="norm 0"):
         reference.normalize(np.zeros(4, np.float32))
+
+
+def test_shape_rules_give_the_result_kind() -> None:
+    shapes = {Kind.SCALAR: (), Kind.VECTOR: (4,), Kind.MATRIX: (4, 4)}
+    for spec in OPS.values():
+        result = spec.shape({name: shapes[kind] for name, kind in spec.inputs})
+        assert kind_of_shape(result) is spec.result, spec.name
 
 
 def test_shape_rule_names_the_input() -> None:

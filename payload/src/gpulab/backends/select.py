@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpulab.backends.base import BackendUnavailable, OperationExecutor
 from gpulab.backends.eager import NativeExecutor, cpu_executor
+from gpulab.backends.vulkan import VulkanExecutor
 from gpulab.vk import VulkanError, shared_instance
 
 BACKENDS = ("auto", "cpu", "native", "vulkan")
@@ -39,5 +40,5 @@ def open_executor(backend: str, device: int | None = None) -> OperationExecutor:
     if backend == "native":
         return NativeExecutor()
     if backend == "vulkan":
-        raise BackendUnavailable("the Vulkan graph backend is not built yet; use cpu or native")
+        return VulkanExecutor(device or 0)
     raise BackendUnavailable(f"unknown backend {backend!r} (choose from cpu, native, vulkan)")

@@ -95,6 +95,11 @@ def _same_vector(shapes: Mapping[str, Shape]) -> Shape:
     return x
 
 
+def _same_vector_to_scalar(shapes: Mapping[str, Shape]) -> Shape:
+    _same_vector(shapes)
+    return ()
+
+
 def _vector_in(shapes: Mapping[str, Shape]) -> Shape:
     return shapes["x"]
 
@@ -139,7 +144,13 @@ OPS: Mapping[str, OpSpec] = {
         OpSpec("sum", (("x", _V),), _S, _to_scalar, description="sum of x"),
         OpSpec("max", (("x", _V),), _S, _to_scalar, description="largest element of x"),
         OpSpec("min", (("x", _V),), _S, _to_scalar, description="smallest element of x"),
-        OpSpec("dot", (("x", _V), ("y", _V)), _S, _same_vector, description="sum of x * y"),
+        OpSpec(
+            "dot",
+            (("x", _V), ("y", _V)),
+            _S,
+            _same_vector_to_scalar,
+            description="sum of x * y",
+        ),
         OpSpec("l2_norm", (("x", _V),), _S, _to_scalar, description="sqrt(sum(x**2))"),
         OpSpec(
             "normalize",

@@ -1,0 +1,261 @@
+"""The Vulkan backend: a whole segment recorded into one command buffer, reused on every run.
+
+Recording (once per segment shape, see `Segment.key`): graph inputs and values from other
+backends get device buffers that stay with the recording; every node's result comes from the
+recording's BufferPool and goes back to it right after its last reader was recorded, so later
+nodes reuse that memory (Kernels.record ends each op with a compute->compute barrier, which
+orders the reuse). Only exported values (outputs, reads by other backends) stay held and are
+read back. GPU timestamps around each node give its time.
+
+Running: upload the reads, one submission, wait, read back the exports. The recording is
+replayed as is while its pool has evicted nothing (an eviction destroys a buffer it uses);
+otherwise it is recorded again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from gpulab.backends.base import (
+    BackendUnavailable,
+    ExecutionFailed,
+    FloatArray,
+    OperationExecutor,
+    Segment,
+    SegmentRun,
+)
+from gpulab.graph import Literal, Node, nbytes
+from gpulab.kernels import DeviceArray, Input, Kernels
+from gpulab.memory import Allocation, BufferPool, MemoryManager, Stager
+from gpulab.ops import NumericalError
+from gpulab.vk import (
+    CommandPool,
+    Device,
+    Fence,
+    PhysicalDevice,
+    TimestampQueryPool,
+    VulkanError,
+    shared_instance,
+)
+
+CACHED_RECORDINGS = 8
+"""Recorded segments kept per executor (least recently used dropped first)."""
+
+
+def physical_device(index: int) -> PhysicalDevice:
+    """The Vulkan device `index`, or BackendUnavailable saying what exists."""
+    try:
+        devices = shared_instance().physical_devices()
+    except (VulkanError, OSError) as exc:
+        raise BackendUnavailable(f"the Vulkan backend is unavailable: {exc}") from exc
+    if not devices:
+        raise BackendUnavailable("the Vulkan backend is unavailable: no Vulkan device was found")
+    if index >= len(devices):
+        raise BackendUnavailable(
+            f"there is no Vulkan device {index} (found {len(devices)}; see gpulab devices)"
+        )
+    return devices[index]
+
+
+class _Recording:
+    """One segment recorded on the device, with the buffers its commands use."""
+
+    def __init__(self, executor: VulkanExecutor, segment: Segment) -> None:
+        self.executor = executor
+        self.segment = segment
+        device = executor.device_object
+        self.pool = BufferPool(executor.manager, budget_bytes=device.info.device_local_bytes)
+        self.held: dict[str, Allocation] = {}
+        self.norms: list[tuple[Node, Allocation]] = []
+        self.queries: TimestampQueryPool | None = None
+        self.command = executor.commands.allocate()
+        try:
+            if device.info.timestamp_valid_bits:
+                self.queries = TimestampQueryPool(device, len(segment.nodes) + 1)
+            self._record()
+        except BaseException:
+            self.close()
+            raise
+        self.evictions = self.pool.evictions
+
+    @property
+    def intact(self) -> bool:
+        """False once the pool destroyed a cached buffer that the commands still use."""
+        return self.pool.evictions == self.evictions
+
+    def _acquire(self, shape: tuple[int, ...], label: str) -> Allocation:
+        return self.pool.acquire(max(nbytes(shape), 4), label=label)
+
+    def _record(self) -> None:
+        segment, cmd = self.segment, self.command
+        arrays: dict[str, DeviceArray] = {}
+        for name in segment.reads:
+            shape = segment.graph.shape(name)
+            self.held[name] = self._acquire(shape, f"read {name}")
+            arrays[name] = DeviceArray.of(self.held[name], shape)
+        cmd.begin()
+        if self.queries is not None:
+            cmd.reset_queries(self.queries)
+        cmd.barrier("transfer", "compute")  # the uploads of this run's reads
+        cmd.barrier("host", "compute")
+        if self.queries is not None:
+            cmd.write_timestamp(self.queries, 0)
+        passing: dict[str, Allocation] = {}
+        for index, node in enumerate(segment.nodes):
+            allocation = self._acquire(node.shape, f"node {node.id}")
+            if node.id in segment.exports:
+                self.held[node.id] = allocation
+            else:
+                passing[node.id] = allocation
+            arrays[node.id] = DeviceArray.of(allocation, node.shape)
+            scratch: list[Allocation] = []
+            self._record_node(node, arrays, scratch)
+            if self.queries is not None:
+                cmd.write_timestamp(self.queries, index + 1)
+            if node.op == "normalize" and scratch:
+                # Kernels asks for normalize's norm first: kept, to report a zero norm.
+                self.norms.append((node, scratch.pop(0)))
+            for used in scratch:
+                self.pool.release(used)
+            for name in segment.releases.get(node.id, ()):
+                if name in passing:
+                    self.pool.release(passing.pop(name))
+        cmd.barrier("compute", "transfer")
+        cmd.barrier("compute", "host")
+        cmd.end()
+
+    def _record_node(
+        self, node: Node, arrays: Mapping[str, DeviceArray], scratch: list[Allocation]
+    ) -> None:
+        def take(count: int) -> DeviceArray:
+            allocation = self.pool.acquire(max(count, 4), label=f"scratch {node.id}")
+            scratch.append(allocation)
+            return DeviceArray.of(allocation, (max(count, 4) // 4,))
+
+        inputs: dict[str, Input] = {
+            name: (argument.value if isinstance(argument, Literal) else arrays[argument.name])
+            for name, argument in node.inputs.items()
+        }
+        try:
+            self.executor.kernels.record(
+                self.command,
+                node.op,
+                inputs,
+                arrays[node.id],
+                params=dict(node.params),
+                scratch=take,
+            )
+        except ValueError as exc:
+            raise ExecutionFailed(f"node {node.id!r}: {exc}") from exc
+
+    def run(self, values: Mapping[str, FloatArray]) -> SegmentRun:
+        executor = self.executor
+        for name in self.segment.reads:
+            data = np.ascontiguousarray(values[name], dtype=np.float32)
+            executor.stager.upload(data, self.held[name])
+        start = time.perf_counter()
+        executor.device_object.submit(self.command, executor.fence)
+        executor.fence.wait()
+        executor.fence.reset()
+        wall_ms = (time.perf_counter() - start) * 1e3
+        for node, norm in self.norms:
+            if float(executor.stager.download(norm, ())) == 0.0:
+                raise NumericalError(f"normalize: x has norm 0 (node {node.id!r})")
+        exported = {
+            name: executor.stager.download(self.held[name], self.segment.graph.shape(name))
+            for name in self.segment.exports
+        }
+        return SegmentRun(exported, *self._times(wall_ms))
+
+    def _times(self, wall_ms: float) -> tuple[dict[str, float], str]:
+        ids = [node.id for node in self.segment.nodes]
+        if self.queries is None:
+            # No timestamps on this queue: every node reports its whole submission.
+            return dict.fromkeys(ids, wall_ms), "submission"
+        ticks = self.queries.results()
+        period = self.executor.device_object.info.timestamp_period_ns
+        times = {node_id: (ticks[i + 1] - ticks[i]) * period / 1e6 for i, node_id in enumerate(ids)}
+        return times, "gpu"
+
+    def close(self) -> None:
+        for allocation in [*self.held.values(), *(norm for _, norm in self.norms)]:
+            if not allocation.freed:
+                allocation.free()
+        self.held, self.norms = {}, []
+        self.pool.close()
+        if self.queries is not None:
+            self.queries.close()
+        self.command.close()
+
+
+class VulkanExecutor(OperationExecutor):
+    """Runs segments on one Vulkan device (see the module docstring)."""
+
+    name = "vulkan"
+
+    def __init__(self, index: int = 0) -> None:
+        self.index = index
+        self.device_object = Device(physical_device(index))
+        try:
+            self.manager = MemoryManager(self.device_object)
+            self.stager = Stager(self.manager)
+            self.kernels = Kernels(self.device_object)
+            self.commands = CommandPool(self.device_object)
+            self.fence = Fence(self.device_object)
+        except BaseException:
+            self.device_object.close()
+            raise
+        self._recordings: OrderedDict[str, _Recording] = OrderedDict()
+        self.recorded = 0
+        """How many times a segment was recorded (replays do not count)."""
+
+    @property
+    def device(self) -> dict[str, Any]:
+        info = self.device_object.info
+        return {
+            "index": self.index,
+            "name": info.name,
+            "type": info.type,
+            "driver": info.driver,
+            "api_version": info.api_version,
+        }
+
+    def _recording(self, segment: Segment) -> _Recording:
+        key = segment.key
+        cached = self._recordings.pop(key, None)
+        if cached is not None and not cached.intact:
+            cached.close()
+            cached = None
+        if cached is None:
+            cached = _Recording(self, segment)
+            self.recorded += 1
+        self._recordings[key] = cached
+        while len(self._recordings) > CACHED_RECORDINGS:
+            _, oldest = self._recordings.popitem(last=False)
+            oldest.close()
+        return cached
+
+    def execute(self, segment: Segment, values: Mapping[str, FloatArray]) -> SegmentRun:
+        return self._recording(segment).run(values)
+
+    def memory_stats(self) -> dict[str, Any] | None:
+        stats: dict[str, Any] = self.manager.stats()
+        return stats
+
+    def close(self) -> None:
+        if self.device_object.closed:
+            return
+        recordings, self._recordings = self._recordings, OrderedDict()
+        for recording in recordings.values():
+            recording.close()
+        self.fence.close()
+        self.commands.close()
+        self.kernels.close()
+        self.stager.close()
+        self.manager.close()
+        self.device_object.close()
