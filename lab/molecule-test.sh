@@ -41,13 +41,13 @@ except FileNotFoundError:
     pass
 converges = [r["seconds"] for r in records if r.get("playbook") == "converge.yml"]
 trips = [r["job_round_trip"] for r in records if "job_round_trip" in r]
-def fmt(values, i):
-    return f"{values[i]:.1f} s" if len(values) > i else "not measured"
+def fmt(values, i, digits=1):
+    return f"{values[i]:.{digits}f} s" if len(values) > i else "not measured"
 print("=" * 64)
 print(f"molecule test: {'PASSED' if rc == 0 else f'FAILED (exit {rc})'} in {total} s")
 print(f"  cold converge                 {fmt(converges, 0)}")
 print(f"  idempotent converge           {fmt(converges, 1)}")
-print(f"  one-line Slurm job round trip {fmt(trips, 0)}")
+print(f"  one-line Slurm job round trip {fmt(trips, 0, digits=3)}")
 print("=" * 64)
 PY
 exit "$rc"
