@@ -5,7 +5,7 @@ VENV ?= .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help setup image lab lab-up lab-down converge test lint test-payload test-collection \
+.PHONY: help setup image lab lab-up lab-fresh lab-down converge test lint test-payload test-collection \
         test-molecule shaders collection
 
 help:
@@ -21,6 +21,9 @@ image: setup
 
 lab-up: image
 	@bash lab/up.sh
+
+lab-fresh: image
+	@bash lab/up.sh --fresh
 
 lab-down:
 	@bash lab/down.sh
