@@ -60,8 +60,11 @@ class Geometry:
         return self.matmul_tile * _MATMUL_WORK
 
 
-def geometry(device: Device, max_binding_bytes: int | None = None) -> Geometry:
-    """The launch shapes for `device`; `max_binding_bytes` lowers the binding range (tests)."""
+def geometry(
+    device: Device, max_binding_bytes: int | None = None, subgroups: bool | None = None
+) -> Geometry:
+    """The launch shapes for `device`. `max_binding_bytes` lowers the binding range, and
+    `subgroups=False` picks the shared-memory builds where subgroups would serve (tests)."""
     info = device.info
     workgroup = _power_of_two_at_most(
         min(_PREFERRED_WORKGROUP, info.max_workgroup_size[0], info.max_workgroup_invocations)
@@ -89,7 +92,7 @@ def geometry(device: Device, max_binding_bytes: int | None = None) -> Geometry:
         binding_elements=binding_bytes // 4,
         matmul_tile=tile,
         matmul_depth=_MATMUL_DEPTH,
-        subgroup_arithmetic="arithmetic" in info.subgroup_operations,
+        subgroup_arithmetic="arithmetic" in info.subgroup_operations and subgroups is not False,
     )
 
 

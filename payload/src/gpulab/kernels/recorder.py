@@ -52,9 +52,18 @@ class Kernels:
     inputs, records, submits and reads the result back. Close with close() or `with`.
     """
 
-    def __init__(self, device: Device, *, max_binding_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        device: Device,
+        *,
+        max_binding_bytes: int | None = None,
+        subgroups: bool | None = None,
+    ) -> None:
+        """`max_binding_bytes` (below the device's range) and `subgroups=False` (the
+        shared-memory builds even where subgroup arithmetic exists) exercise the other paths
+        of the kernels in tests."""
         self.device = device
-        self.geometry: Geometry = geometry(device, max_binding_bytes)
+        self.geometry: Geometry = geometry(device, max_binding_bytes, subgroups)
         self._catalog = PipelineCatalog(device, self.geometry)
         self._alignment = math.lcm(16, device.info.min_storage_buffer_offset_alignment)
 

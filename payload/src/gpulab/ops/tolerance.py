@@ -145,9 +145,11 @@ def compare(
         )
     )
     finite = ~special
-    error = np.where(finite, np.abs(result - expected), 0.0)
+    with np.errstate(invalid="ignore"):
+        error = np.where(finite, np.abs(result - expected), 0.0)
+        allowed = np.where(finite, allowed, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        relative = error / np.maximum(np.abs(expected), _TINY)
+        relative = np.where(finite, error / np.maximum(np.abs(expected), _TINY), 0.0)
         ratio = np.where(error == 0, 0.0, error / allowed)
     ok = specials_agree and bool(np.all(error <= allowed))
     return Comparison(
