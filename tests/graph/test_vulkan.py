@@ -185,3 +185,24 @@ def test_zero_norm_cli_exit_4(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     code, out, err = cli(capsys, "run", str(write_graph(tmp_path, graph)), "--backend", "vulkan")
     assert (code, out) == (4, "")
     assert err == "gpulab: numerical failure: normalize: x has norm 0 (node 'u')\n"
+
+
+def test_graph_larger_than_device_memory_is_invalid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpulab.backends.select import vulkan_devices  # noqa: PLC0415
+
+    assert vulkan_devices()
+    graph = {
+        "version": 1,
+        "inputs": {"x": {"type": "vector", "fill": {"n": 1 << 40, "value": 1.0}}},
+        "nodes": [{"id": "s", "op": "sum", "inputs": {"x": "x"}}],
+        "outputs": ["s"],
+    }
+    path = write_graph(tmp_path, graph)
+    code, out, err = cli(capsys, "run", str(path), "--backend", "vulkan")
+    assert (code, out) == (2, "")
+    assert err.startswith(
+        f"gpulab: {path}: inputs.x: [1099511627776] float32 values need 4096.00 GiB"
+    )
+    assert "of device-local memory on " in err

@@ -11,7 +11,8 @@ import numpy as np
 from gpulab.backends.base import FloatArray, OperationExecutor, Segment, SegmentRun
 from gpulab.backends.result import NodeRecord, Result
 from gpulab.backends.select import open_executor, resolve
-from gpulab.graph import Graph, Node, materialize, schedule
+from gpulab.backends.vulkan import physical_device
+from gpulab.graph import Graph, MemoryLimit, Node, host_memory, materialize, schedule
 
 COMPARE_RTOL = 1e-3
 """Largest error, relative to the largest magnitude of the cpu output, that --compare accepts."""
@@ -61,6 +62,14 @@ class Runner:
         self.backend, self.reason = resolve(backend, device)
         self._executors: dict[str, OperationExecutor] = {}
         self._closed = False
+
+    def memory_limit(self) -> MemoryLimit:
+        """What one run may hold at once: the device-local memory of the Vulkan device, or
+        the host's memory for the host backends."""
+        if self.backend != "vulkan":
+            return host_memory()
+        info = physical_device(self.device_index or 0).info
+        return MemoryLimit(info.device_local_bytes, f"device-local memory on {info.name}")
 
     def executor(self, backend: str) -> OperationExecutor:
         """The open executor of a concrete backend (opened on first use)."""

@@ -47,7 +47,7 @@ def _write(document: dict[str, Any], output: str | None) -> bool:
 
 def _run(args: argparse.Namespace) -> int:
     with Runner(args.backend, args.device) as runner:
-        graph = load_graph(args.graph)
+        graph = load_graph(args.graph, limit=runner.memory_limit())
         warn(args.graph, graph.warnings)
         if args.backend == "auto":
             say(runner.reason)
