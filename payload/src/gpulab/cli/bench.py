@@ -388,16 +388,15 @@ def plot(result: dict[str, Any], path: Path) -> None:
     for row in result["rows"]:
         if row["gbps"] is not None:
             series.setdefault((row["op"], row["backend"]), []).append((row["n"], row["gbps"]))
+    ops = sorted({op for op, _ in series})
+    colors = plt.get_cmap("tab20").colors
     for (op, backend), points in sorted(series.items()):
         points.sort()
+        # One color per op; Vulkan solid, the library compared with dashed.
         style = "-" if backend == "vulkan" else "--"
-        axes.plot(
-            [p[0] for p in points],
-            [p[1] for p in points],
-            style,
-            marker="o",
-            label=f"{op} ({backend})",
-        )
+        color = colors[(2 * ops.index(op)) % len(colors)]
+        sizes, rates = [p[0] for p in points], [p[1] for p in points]
+        axes.plot(sizes, rates, style, color=color, marker="o", label=f"{op} ({backend})")
     axes.set_xscale("log", base=2)
     axes.set_xlabel("elements (vector ops) / matrix side")
     axes.set_ylabel("effective GB/s")
