@@ -169,3 +169,15 @@ def test_stress_100k_operations_against_a_model() -> None:
         assert block.offsets.free_regions() == [(0, block.size)]
     blocks.trim()
     assert blocks.stats()["block_count"] == 0 and all(m.closed for m in made)
+
+
+def test_fragmentation_is_zero_when_each_block_is_free_in_one_piece() -> None:
+    blocks, _, _ = fake_blocks()
+    first = [blocks.allocate(MIB, 16, "device", ALL_TYPES) for _ in range(5)]  # two blocks
+    assert blocks.stats()["fragmentation"] == 0.0  # each block's free space is one piece
+    blocks.free(first[1])  # a 1 MiB hole between live regions of the first block
+    stats = blocks.stats()
+    assert stats["free_bytes"] == 4 * MIB and stats["largest_free_region"] == 3 * MIB
+    assert stats["fragmentation"] == 0.0  # per block, the hole is block 0's only free region
+    blocks.free(first[3])
+    assert blocks.stats()["fragmentation"] == 0.2  # 1 MiB of the 5 MiB free is a crumb

@@ -280,18 +280,20 @@ class BlockAllocator:
 def summarize(blocks: list[Block], in_use: int) -> dict[str, Any]:
     """allocated, in use, free, largest free region, fragmentation and counts of some blocks.
 
-    fragmentation = 1 - largest free region / free bytes (0: all free space in one piece).
+    fragmentation = 1 - (the sum over blocks of each block's largest free region) / free
+    bytes: 0 when every block's free space is one piece, near 1 when it is all crumbs.
     """
     allocated = sum(b.size for b in blocks)
-    free = sum(b.size - b.used for b in blocks if not b.dedicated)
-    largest = max((b.largest_free_region() for b in blocks), default=0)
+    shared = [b for b in blocks if not b.dedicated]
+    free = sum(b.size - b.used for b in shared)
+    largest = [b.largest_free_region() for b in shared]
     return {
         "allocated_bytes": allocated,
         "in_use_bytes": in_use,
         "free_bytes": free,
-        "largest_free_region": largest,
-        "fragmentation": round(1.0 - largest / free, 4) if free else 0.0,
-        "block_count": sum(1 for b in blocks if not b.dedicated),
-        "dedicated_count": sum(1 for b in blocks if b.dedicated),
+        "largest_free_region": max(largest, default=0),
+        "fragmentation": round(1.0 - sum(largest) / free, 4) if free else 0.0,
+        "block_count": len(shared),
+        "dedicated_count": len(blocks) - len(shared),
         "allocation_count": sum(b.count for b in blocks),
     }
