@@ -5,9 +5,10 @@ into command buffers (`record`), or runs one op on numpy data (`run`). `DeviceAr
 float32 array in a device buffer.
 """
 
+from gpulab.kernels._recording import REDUCTIONS, Input, Scratch
 from gpulab.kernels.array import DeviceArray, OwnedArray
 from gpulab.kernels.pipelines import Geometry
-from gpulab.kernels.recorder import EXTRA_OPS, REDUCTIONS, Input, Kernels, Recorded, Scratch
+from gpulab.kernels.recorder import EXTRA_OPS, Kernels, Recorded
 
 __all__ = [
     "EXTRA_OPS",

@@ -1,0 +1,326 @@
+"""One op's dispatches, appended to a command buffer: the kernels behind Kernels.record."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gpulab.kernels.array import FLOAT_BYTES, DeviceArray
+from gpulab.kernels.pipelines import PipelineCatalog
+from gpulab.vk import Buffer, CommandBuffer, pack_push_constants
+
+Scratch = Callable[[int], DeviceArray]
+"""nbytes -> a DeviceArray of at least that many bytes, alive until the submission is done."""
+Input = DeviceArray | float
+Binding = tuple[Buffer, int, int]
+
+REDUCTIONS = {"sum": 0, "min": 1, "max": 2, "dot": 3, "l2_norm": 4}
+"""reduce.glsl's OP codes of the first pass."""
+_COMBINE = {"sum": 0, "min": 1, "max": 2, "dot": 0, "l2_norm": 0}
+"""The OP code that combines partials of each reduction."""
+_FLOATS_PER_INVOCATION = 16  # reduce.glsl: four vec4 loads per loop iteration
+_STATUS_WORDS = 8  # jacobi.glsl's status
+
+
+def _bool(value: bool) -> int:
+    return 1 if value else 0
+
+
+class Recording:
+    """One record() call: an op's dispatches appended to `cmd`, counted in `dispatches`."""
+
+    def __init__(
+        self,
+        catalog: PipelineCatalog,
+        cmd: CommandBuffer,
+        scratch: Scratch | None,
+        alignment: int,
+    ) -> None:
+        self.catalog = catalog
+        self.geometry = catalog.geometry
+        self.cmd = cmd
+        self._scratch = scratch
+        self._alignment = alignment
+        self.dispatches = 0
+
+    # --- plumbing ----------------------------------------------------------------------
+
+    def scratch(self, nbytes: int, what: str) -> DeviceArray:
+        if self._scratch is None:
+            raise ValueError(f"{what} needs scratch memory: pass scratch= to record()")
+        return self._scratch(nbytes)
+
+    def aligned(self, nbytes: int) -> int:
+        """nbytes rounded up to an offset any binding may start at."""
+        return -(-nbytes // self._alignment) * self._alignment
+
+    def groups(self, items: int) -> int:
+        wanted = math.ceil(items / self.geometry.workgroup_size)
+        return max(1, min(wanted, self.geometry.max_groups))
+
+    def dispatch(
+        self,
+        shader: str,
+        specialization: dict[int, int | float | bool],
+        bindings: list[Binding],
+        push: bytes,
+        groups: tuple[int, int, int],
+    ) -> None:
+        count = len(bindings)
+        pipeline = self.catalog.pipeline(shader, count, specialization)
+        _, layout = self.catalog.layout(count)
+        descriptor_set = self.catalog.descriptor_set(count)
+        descriptor_set.write_buffers(bindings)
+        self.cmd.bind_pipeline(pipeline)
+        self.cmd.bind_descriptor_sets(layout, [descriptor_set])
+        self.cmd.push_constants(layout, push)
+        self.cmd.dispatch(*groups)
+        self.dispatches += 1
+
+    def barrier(self) -> None:
+        self.cmd.barrier("compute", "compute")
+
+    # --- ops ---------------------------------------------------------------------------
+
+    def op(
+        self, op: str, inputs: Mapping[str, Input], out: DeviceArray, params: dict[str, Any]
+    ) -> DeviceArray | None:
+        def array(name: str) -> DeviceArray:
+            value = inputs[name]
+            if not isinstance(value, DeviceArray):
+                raise ValueError(f"{op}: input {name!r} must be a device array, got a number")
+            return value
+
+        status: DeviceArray | None = None
+        if op == "add":
+            self.elementwise(array("x"), array("y"), 1.0, out, divide=False)
+        elif op == "scale":
+            self.elementwise(array("x"), None, inputs["a"], out, divide=False)
+        elif op == "saxpy":
+            self.elementwise(array("x"), array("y"), inputs["a"], out, divide=False)
+        elif op in REDUCTIONS:
+            y = array("y") if op == "dot" else None
+            self.reduce(op, array("x"), y, out)
+        elif op == "normalize":
+            x = array("x")
+            norm = self.scratch(FLOAT_BYTES, "normalize")
+            norm = DeviceArray(norm.buffer, (), norm.offset)
+            self.reduce("l2_norm", x, None, norm)
+            self.elementwise(x, None, norm, out, divide=True)
+        elif op == "matvec":
+            self.matvec(array("A"), array("x"), out)
+        elif op == "matmul":
+            self.matmul(array("A"), array("B"), out)
+        elif op == "jacobi":
+            status = self.jacobi(array("A"), array("b"), out, params)
+        elif op == "copy":
+            self.copy(array("x"), out)
+        elif op == "fill":
+            value = inputs.get("value", 0.0)
+            if isinstance(value, DeviceArray):
+                raise ValueError("fill: value must be a number")
+            step, period = float(params.get("step", 0.0)), int(params.get("period", 1))
+            self.fill(out, float(value), step, max(period, 1))
+        return status
+
+    def fill(self, out: DeviceArray, value: float, step: float = 0.0, period: int = 1) -> None:
+        chunk = self.geometry.binding_elements
+        for first in range(0, out.size, chunk):
+            count = min(chunk, out.size - first)
+            push = pack_push_constants(count, float(value), float(step), period)
+            self.dispatch(
+                "fill",
+                {0: self.geometry.workgroup_size},
+                [out.elements(first, count)],
+                push,
+                (self.groups(count), 1, 1),
+            )
+        self.barrier()
+
+    def copy(self, x: DeviceArray, out: DeviceArray) -> None:
+        if x.size != out.size or x.size % 4:
+            raise ValueError("copy: x and out must have the same size, a multiple of 4")
+        chunk = self.geometry.binding_elements
+        for first in range(0, x.size, chunk):
+            count = min(chunk, x.size - first)
+            self.dispatch(
+                "copy",
+                {0: self.geometry.workgroup_size},
+                [x.elements(first, count), out.elements(first, count)],
+                pack_push_constants(count // 4),
+                (self.groups(count // 4), 1, 1),
+            )
+        self.barrier()
+
+    def elementwise(
+        self, x: DeviceArray, y: DeviceArray | None, a: Input, out: DeviceArray, *, divide: bool
+    ) -> None:
+        from_buffer = isinstance(a, DeviceArray)
+        specialization: dict[int, int | float | bool] = {
+            0: self.geometry.workgroup_size,
+            1: y is not None,
+            2: divide,
+            3: from_buffer,
+        }
+        chunk = self.geometry.binding_elements
+        for first in range(0, x.size, chunk):
+            count = min(chunk, x.size - first)
+            xb = x.elements(first, count)
+            yb = y.elements(first, count) if y is not None else xb
+            ob = out.elements(first, count)
+            sb = a.elements(0, 1) if isinstance(a, DeviceArray) else xb
+            vec4 = all(binding[1] % 16 == 0 for binding in (xb, yb, ob))
+            literal = 0.0 if isinstance(a, DeviceArray) else float(a)
+            push = pack_push_constants(count, _bool(vec4), literal, 0)
+            items = math.ceil(count / 4) if vec4 else count
+            self.dispatch(
+                "elementwise", specialization, [xb, yb, ob, sb], push, (self.groups(items), 1, 1)
+            )
+        self.barrier()
+
+    def _pass_groups(self, n: int) -> int:
+        chunk = self.geometry.binding_elements
+        per_group = self.geometry.workgroup_size * _FLOATS_PER_INVOCATION
+        return sum(
+            max(1, min(math.ceil(min(chunk, n - first) / per_group), self.geometry.max_groups))
+            for first in range(0, n, chunk)
+        )
+
+    def _reduce_pass(
+        self,
+        code: int,
+        x: DeviceArray,
+        y: DeviceArray | None,
+        target: DeviceArray,
+        finish: bool,
+    ) -> None:
+        chunk = self.geometry.binding_elements
+        per_group = self.geometry.workgroup_size * _FLOATS_PER_INVOCATION
+        shader = self.catalog.shader_name("reduce")
+        specialization: dict[int, int | float | bool] = {0: self.geometry.workgroup_size, 1: code}
+        written = 0
+        for first in range(0, x.size, chunk):
+            count = min(chunk, x.size - first)
+            groups = max(1, min(math.ceil(count / per_group), self.geometry.max_groups))
+            xb = x.elements(first, count)
+            yb = y.elements(first, count) if y is not None else xb
+            vec4 = xb[1] % 16 == 0 and yb[1] % 16 == 0
+            push = pack_push_constants(count, _bool(vec4), written, _bool(finish))
+            self.dispatch(shader, specialization, [xb, yb, target.binding()], push, (groups, 1, 1))
+            written += groups
+        self.barrier()
+
+    def reduce(self, op: str, x: DeviceArray, y: DeviceArray | None, out: DeviceArray) -> None:
+        if x.size == 0:
+            if op in ("min", "max"):
+                raise ValueError(f"{op} of an empty vector")
+            self.fill(out, 0.0)
+            return
+        # Level sizes: n -> partials -> ... -> 1; every level but the last in scratch.
+        levels = [self._pass_groups(x.size)]
+        while levels[-1] > 1:
+            levels.append(self._pass_groups(levels[-1]))
+        intermediate = levels[:-1]
+        offsets, total = [], 0
+        for count in intermediate:
+            offsets.append(total)
+            total += self.aligned(FLOAT_BYTES * count)
+        area = self.scratch(total, op) if intermediate else out
+        targets = [
+            DeviceArray(area.buffer, (count,), area.offset + offset)
+            for count, offset in zip(intermediate, offsets, strict=True)
+        ] + [out]
+        code, source, second = REDUCTIONS[op], x, y
+        for target in targets:
+            self._reduce_pass(code, source, second, target, op == "l2_norm" and target is out)
+            code, source, second = _COMBINE[op], target, None
+
+    def matvec(self, a: DeviceArray, x: DeviceArray, out: DeviceArray) -> None:
+        m, n = a.shape
+        if m == 0:
+            return
+        if n == 0:
+            self.fill(out, 0.0)
+            return
+        vec4 = n % 4 == 0 and a.offset % 16 == 0 and x.offset % 16 == 0
+        self.dispatch(
+            self.catalog.shader_name("matvec"),
+            {0: self.geometry.workgroup_size},
+            [a.binding(), x.binding(), out.binding()],
+            pack_push_constants(m, n, _bool(vec4)),
+            (min(m, self.geometry.max_groups), 1, 1),
+        )
+        self.barrier()
+
+    def matmul(self, a: DeviceArray, b: DeviceArray, out: DeviceArray) -> None:
+        (m, k), (_, n) = a.shape, b.shape
+        if m == 0 or n == 0:
+            return
+        if k == 0:
+            self.fill(out, 0.0)
+            return
+        block = self.geometry.matmul_block
+        groups = (math.ceil(n / block), math.ceil(m / block), 1)
+        if groups[0] > self.geometry.max_groups or groups[1] > self.geometry.max_groups_y:
+            raise ValueError(f"matmul: a {m}x{n} result needs more workgroups than the device has")
+        self.dispatch(
+            "matmul",
+            {0: self.geometry.matmul_tile, 1: self.geometry.matmul_depth},
+            [a.binding(), b.binding(), out.binding()],
+            pack_push_constants(m, k, n),
+            groups,
+        )
+        self.barrier()
+
+    def jacobi(
+        self, a: DeviceArray, b: DeviceArray, out: DeviceArray, params: dict[str, Any]
+    ) -> DeviceArray:
+        iterations = int(params.get("iterations", 0))
+        tolerance = params.get("tolerance")
+        check_every = int(params.get("check_every", 1))
+        if iterations < 0:
+            raise ValueError(f"jacobi: iterations must be at least 0, got {iterations}")
+        if check_every < 1:
+            raise ValueError(f"jacobi: check_every must be at least 1, got {check_every}")
+        n = b.size
+        status_area = self.scratch(FLOAT_BYTES * _STATUS_WORDS, "jacobi")
+        status = DeviceArray(status_area.buffer, (_STATUS_WORDS,), status_area.offset)
+        self.fill(status, 0.0)
+        if iterations == 0 or n == 0:
+            self.fill(out, 0.0)
+            return status
+        spare = self.scratch(FLOAT_BYTES * n, "jacobi")
+        other = DeviceArray(spare.buffer, (n,), spare.offset)
+        # The result of step t lands in buffers[(t + 1) % 2]: start so that the last is `out`.
+        buffers = (out, other) if iterations % 2 == 0 else (other, out)
+        self.fill(buffers[0], 0.0)
+        shader = self.catalog.shader_name("jacobi")
+        pipeline = self.catalog.pipeline(shader, 5, {0: self.geometry.workgroup_size})
+        _, layout = self.catalog.layout(5)
+        # Two descriptor sets, one per direction of the ping-pong, bound alternately.
+        sets = []
+        for parity in (0, 1):
+            descriptor_set = self.catalog.descriptor_set(5)
+            descriptor_set.write_buffers(
+                [
+                    a.binding(),
+                    b.binding(),
+                    buffers[parity].binding(),
+                    buffers[1 - parity].binding(),
+                    status.binding(),
+                ]
+            )
+            sets.append(descriptor_set)
+        use_tolerance = tolerance is not None
+        limit = float(tolerance) if tolerance is not None else 0.0
+        groups = min(n, self.geometry.max_groups)
+        self.cmd.bind_pipeline(pipeline)
+        for step in range(iterations):
+            self.cmd.bind_descriptor_sets(layout, [sets[step % 2]])
+            push = pack_push_constants(n, step, check_every, _bool(use_tolerance), limit)
+            self.cmd.push_constants(layout, push)
+            self.cmd.dispatch(groups)
+            self.dispatches += 1
+            self.barrier()
+        return status
