@@ -47,6 +47,15 @@ def test_use_after_release_raises_even_though_the_buffer_lives_on(device: Device
         reused.free()
 
 
+def test_only_its_own_allocations_go_back_to_a_pool(device: Device) -> None:
+    with MemoryManager(device) as manager, BufferPool(manager, MIB) as pool:
+        stranger = manager.allocate(1000)
+        with pytest.raises(ValueError, match="was not acquired from this pool"):
+            pool.release(stranger)
+        assert not stranger.freed  # still the manager's, still usable
+        stranger.free()
+
+
 def test_the_budget_evicts_least_recently_used_first(device: Device) -> None:
     with MemoryManager(device) as manager, BufferPool(manager, 3 * MIB) as pool:
         a, b, c = (pool.acquire(MIB) for _ in range(3))

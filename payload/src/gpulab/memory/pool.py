@@ -78,7 +78,7 @@ class BufferPool:
         self._clock = clock
         self._cached: OrderedDict[int, tuple[tuple[str, int, int], Reservation]] = OrderedDict()
         self._by_class: dict[tuple[str, int, int], list[Reservation]] = {}
-        self._live: dict[int, Lifetime] = {}
+        self._live: dict[int, tuple[Allocation, Lifetime]] = {}  # by id; holds the object
         self._history: deque[Lifetime] = deque(maxlen=HISTORY)
         self.hits = 0
         self.misses = 0
@@ -110,14 +110,20 @@ class BufferPool:
             self.misses += 1
         self.in_use_bytes += capacity
         allocation = Allocation(reservation, nbytes, self.release, label or _caller())
-        self._live[id(allocation)] = Lifetime(allocation.label, nbytes, capacity, self._clock())
+        lifetime = Lifetime(allocation.label, nbytes, capacity, self._clock())
+        self._live[id(allocation)] = (allocation, lifetime)
         self._evict()
         return allocation
 
     def release(self, allocation: Allocation) -> None:
         """Take a buffer back into the cache; the allocation is unusable afterwards."""
+        entry = self._live.get(id(allocation))
+        if entry is None or entry[0] is not allocation:
+            allocation._live()  # a freed allocation: AllocationFreedError names it
+            raise ValueError(f"{allocation!r} was not acquired from this pool")
         reservation = allocation._take()
-        lifetime = self._live.pop(id(allocation))
+        del self._live[id(allocation)]
+        lifetime = entry[1]
         lifetime.released_at = self._clock()
         self._history.append(lifetime)
         capacity = reservation.capacity
@@ -150,7 +156,7 @@ class BufferPool:
     def lifetimes(self) -> list[dict[str, Any]]:
         """Live allocations, then the most recent released ones (oldest first)."""
         now = self._clock()
-        records = [*self._live.values(), *self._history]
+        records = [*(lifetime for _, lifetime in self._live.values()), *self._history]
         return [record.as_dict(now) for record in records]
 
     def stats(self) -> dict[str, Any]:
