@@ -51,7 +51,7 @@ lint: setup collection
 	ansible-lint
 
 test-payload: setup native
-	pytest tests/payload tests/native tests/kernels tests/graph
+	pytest tests/payload tests/native tests/memory tests/kernels tests/graph
 
 test-collection: setup collection
 	pytest tests/collection
