@@ -173,6 +173,19 @@ def test_a_matrix_beyond_one_binding_is_refused(device: Device, session: Session
         session.cmd.end()
 
 
+def test_a_misaligned_array_is_refused(kernels: Kernels, session: Session) -> None:
+    owned = session.empty((16,))
+    session.cmd.begin()
+    with pytest.raises(ValueError, match="'x' starts at byte 4"):
+        kernels.record(
+            session.cmd,
+            "scale",
+            {"x": DeviceArray(owned.buffer, (3,), 4), "a": 2.0},
+            session.empty((3,)).array,
+        )
+    session.cmd.end()
+
+
 def test_device_array_bounds(device: Device) -> None:
     with OwnedArray(device, (4,)) as owned:
         with pytest.raises(ValueError, match="exceed"):

@@ -142,6 +142,14 @@ class Kernels:
     # --- checks ------------------------------------------------------------------------
 
     def _check(self, op: str, inputs: Mapping[str, Input], out: DeviceArray) -> None:
+        alignment = self.device.info.min_storage_buffer_offset_alignment
+        named = [*inputs.items(), ("out", out)]
+        for name, value in named:
+            if isinstance(value, DeviceArray) and value.offset % alignment:
+                raise ValueError(
+                    f"{op}: {name!r} starts at byte {value.offset}, not a multiple of the "
+                    f"device's storage buffer offset alignment ({alignment})"
+                )
         if op in EXTRA_OPS:
             return
         if op not in OPS:
