@@ -9,8 +9,8 @@ It knows memory types, heaps, blocks and offsets, not buffers: the memory itself
 - a heap that is full (its size, a configured limit, or the driver says so) moves the request
   to the next suitable memory type; when none is left, empty blocks and the caches registered
   with `on_exhausted` are released and the request is retried once before OutOfMemoryError;
-- empty blocks are released after a grace period, so that a free followed by an allocate of
-  the same size does not go back to the driver.
+- empty blocks are released after a grace period (by the first allocate or free after it, or
+  by trim()), so that a free followed by an allocate does not go back to the driver.
 """
 
 from __future__ import annotations

@@ -65,7 +65,8 @@ class Stager:
     `chunk_bytes` and `slots` size each ring (default: two chunks per thread); `threads`
     copy on the host (default: up to 8);
     `paths` fixes the choice for mappable buffers instead of measuring it. Transfers block
-    until the data has arrived. Close it before the manager.
+    until the data has arrived. One thread at a time: the rings are shared between calls.
+    Close it before the manager.
     """
 
     def __init__(
