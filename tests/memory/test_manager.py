@@ -110,3 +110,21 @@ def test_random_allocate_free_on_the_device(device: Device) -> None:
         assert manager.stats()["allocation_count"] == len(live)
         for allocation, value in live:
             assert (allocation.read(np.uint32, allocation.size // 4) == value).all()
+
+
+def test_freeing_everything_leaves_one_region_per_native_block_then_none(device: Device) -> None:
+    rng = random.Random(11)
+    with MemoryManager(device, block_size=8 * MIB) as manager:
+        held = [manager.allocate(rng.randint(1, 600_000)) for _ in range(60)]
+        assert manager.stats()["block_count"] >= 2
+        rng.shuffle(held)
+        for allocation in held:
+            allocation.free()
+        blocks = [b for group in manager.blocks.blocks.values() for b in group]
+        for block in blocks:
+            assert block.offsets is not None
+            stats = block.offsets.stats()
+            assert (stats.free_region_count, stats.largest_free_region) == (1, block.size)
+        manager.trim()
+        assert manager.stats()["block_count"] == 0
+        assert "DeviceMemory" not in live_handles()
