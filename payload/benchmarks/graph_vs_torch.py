@@ -47,12 +47,15 @@ def ten_nodes(n: int) -> dict[str, Any]:
     }
 
 
-def vulkan_times(document: dict[str, Any], runs: int) -> tuple[list[float], dict[str, float], Any]:
+def vulkan_times(
+    document: dict[str, Any], runs: int, gap_s: float = 0.0
+) -> tuple[list[float], dict[str, float], Any]:
     graph = load_graph(document)
     gpu_ms: list[float] = []
     with Runner("vulkan") as runner:
         runner.run(graph)  # warm-up: pipelines and the recording
         for _ in range(runs):
+            time.sleep(gap_s)  # an idle GPU before the run, as between separate jobs
             result = runner.run(graph)
             gpu_ms.append(sum(node.time_ms for node in result.nodes))
         executor = runner.executor("vulkan")
@@ -99,15 +102,24 @@ def main() -> None:
     parser.add_argument("--log2n", type=int, default=24)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument(
+        "--gap-ms", type=float, default=0.0, help="sleep before each Vulkan run (idle GPU)"
+    )
     args = parser.parse_args()
     document = ten_nodes(1 << args.log2n)
     began = time.perf_counter()
-    gpu_ms, vulkan_out, about = vulkan_times(document, args.runs)
+    gpu_ms, vulkan_out, about = vulkan_times(document, args.runs, args.gap_ms / 1e3)
     report: dict[str, Any] = {
         "n": 1 << args.log2n,
         "nodes": len(document["nodes"]),
         "runs": args.runs,
-        "vulkan": {"gpu_ms_median": statistics.median(gpu_ms), "gpu_ms_min": min(gpu_ms), **about},
+        "vulkan": {
+            "gpu_ms_median": statistics.median(gpu_ms),
+            "gpu_ms_min": min(gpu_ms),
+            "gpu_ms_runs": [round(ms, 4) for ms in gpu_ms],
+            "gap_ms": args.gap_ms,
+            **about,
+        },
         "vulkan_outputs": vulkan_out,
     }
     if not args.no_torch:
