@@ -103,7 +103,7 @@ class Runner:
         outputs = {name: self._output(name, graph, host) for name in graph.outputs}
         total_ms = (time.perf_counter() - start) * 1e3
         main = self.executor(self.backend) if self.backend in self._executors else None
-        vulkan = self._executors.get("vulkan")
+        ran_vulkan = any(where == "vulkan" for where, _ in segments)
         result = Result(
             graph=graph.name,
             backend=self.backend,
@@ -114,7 +114,7 @@ class Runner:
             nodes=records,
             total_ms=total_ms,
             transfers=transfers,
-            memory=vulkan.memory_stats() if vulkan else None,
+            memory=self.executor("vulkan").memory_stats() if ran_vulkan else None,
             warnings=[str(w) for w in graph.warnings],
         )
         if compare is not None:
@@ -143,7 +143,7 @@ class Runner:
                 del host[name]
 
     def _compare(self, graph: Graph, result: Result, backend: str) -> dict[str, object]:
-        with Runner(backend) as other:
+        with Runner(backend, self.device_index) as other:
             expected = other.run(graph).outputs
         errors = {
             name: max_relative_error(value, expected[name])
