@@ -48,6 +48,7 @@ def test_check_mode_through_main(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(SlurmRunner, "which", lambda self, name: f"/usr/bin/{name}")
+    monkeypatch.setenv("HOME", "/home/gpulab")
     result = run_main(
         {"command": "hostname", "nodelist": "worker1", "_ansible_check_mode": True}, capsys
     )
@@ -56,8 +57,17 @@ def test_check_mode_through_main(
         "/usr/bin/sbatch",
         "--parsable",
         "--nodelist=worker1",
+        "--chdir=/home/gpulab",  # the user's home, not the module's working directory
         "--wrap=hostname",
     ]
+
+
+def test_an_explicit_chdir_is_kept(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(SlurmRunner, "which", lambda self, name: f"/usr/bin/{name}")
+    args = {"command": "true", "chdir": "/shared", "_ansible_check_mode": True}
+    assert run_main(args, capsys)["cmd"][2] == "--chdir=/shared"
 
 
 class RecordingModule:

@@ -60,7 +60,10 @@ options:
     description: Number of tasks (C(--ntasks)).
     type: int
   chdir:
-    description: Working directory of the job (C(--chdir)).
+    description:
+      - Working directory of the job (C(--chdir)), where relative output paths point.
+      - Default the home directory of the user the module runs as, rather than the module's
+        own working directory, which may not exist on the nodes.
     type: path
   output:
     description: Path of the job's stdout on the node that runs it (C(--output));
@@ -463,6 +466,8 @@ def read_tail(path: str | None, lines: int) -> str | None:
 
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, **MODULE_KWARGS)
+    if module.params["chdir"] is None:
+        module.params["chdir"] = os.path.expanduser("~")
     try:
         result = SlurmJob(module.params, SlurmRunner(module), check_mode=module.check_mode).apply()
     except SlurmJobError as error:
