@@ -1,0 +1,166 @@
+"""`gpulab submit GRAPH.json`: run a graph as a Slurm job and print its result JSON.
+
+Here when `sbatch` is on PATH and no --host is given, else over SSH to the controller.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from gpulab.backends import BACKENDS
+from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
+from gpulab.cli.graph_errors import guarded, say
+from gpulab.submit import (
+    DEFAULT_SHARED_DIR,
+    JobFailed,
+    JobOptions,
+    LocalTransport,
+    SshTarget,
+    SshTransport,
+    SubmitRejected,
+    Transport,
+    Unreachable,
+    WaitTimedOut,
+    fetch_result,
+    parse_target,
+    prepare,
+    submit,
+    wait,
+)
+
+_SSH_ONLY = ("port", "identity", "known_hosts")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"expected a TCP port (1-65535), got {text!r}")
+    return int(text)
+
+
+def add_parser(commands: Any) -> None:
+    """Register `submit` on the subcommand parsers."""
+    parser = commands.add_parser(
+        "submit",
+        help="run a graph as a Slurm job, here or on the controller over SSH",
+        description="Validate GRAPH.json here, stage it on the shared storage, submit it with "
+        "sbatch and, with --wait, print the job's result JSON. Slurm's commands run here when "
+        "sbatch is on PATH, else on --host over SSH (host keys are checked against "
+        "known_hosts; unknown hosts are refused).",
+    )
+    parser.add_argument("graph", metavar="GRAPH.json")
+    parser.add_argument("--host", metavar="USER@HOST", help="the Slurm controller, over SSH")
+    parser.add_argument("--port", type=_port, metavar="N", help="SSH port (default 22)")
+    parser.add_argument("--identity", metavar="KEY", help="SSH private key (default: agent)")
+    parser.add_argument(
+        "--known-hosts",
+        metavar="FILE",
+        help="known_hosts file holding the host's key (default ~/.ssh/known_hosts)",
+    )
+    parser.add_argument("--partition", metavar="P", help="Slurm partition")
+    parser.add_argument("--nodelist", metavar="N", help="Slurm nodes to run on")
+    parser.add_argument("--backend", choices=BACKENDS, default="auto")
+    parser.add_argument(
+        "--shared-dir",
+        metavar="DIR",
+        default=os.environ.get("GPULAB_SHARED_DIR", DEFAULT_SHARED_DIR),
+        help="job directories go here; the workers must see it at the same path "
+        f"(default $GPULAB_SHARED_DIR or {DEFAULT_SHARED_DIR})",
+    )
+    parser.add_argument("--wait", action="store_true", help="wait and print the result JSON")
+    parser.add_argument(
+        "--timeout", type=_seconds, metavar="S", help="with --wait: cancel the job after S s"
+    )
+    parser.add_argument("-o", "--output", metavar="OUT.json", help="with --wait: write here")
+    parser.set_defaults(handler=main)
+
+
+def _flag_problems(args: argparse.Namespace) -> list[str]:
+    problems = [
+        f"--{name.replace('_', '-')} needs --host"
+        for name in _SSH_ONLY
+        if args.host is None and getattr(args, name) is not None
+    ]
+    problems += [
+        f"--{name} needs --wait"
+        for name in ("timeout", "output")
+        if not args.wait and getattr(args, name) is not None
+    ]
+    if not args.shared_dir.startswith("/"):
+        problems.append(f"--shared-dir {args.shared_dir!r}: must be an absolute path")
+    return problems
+
+
+def _transport(args: argparse.Namespace) -> Transport:
+    if args.host is None:
+        if not LocalTransport.available():
+            raise Unreachable("sbatch is not on PATH here: pass --host USER@CONTROLLER")
+        return LocalTransport()
+    user, host = parse_target(args.host)
+    return SshTransport(SshTarget(host, user, args.port or 22, args.identity, args.known_hosts))
+
+
+def _write(document: dict[str, Any], output: str | None) -> int:
+    text = json.dumps(document, indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        say(f"--output {output}: {exc.strerror or exc}")
+        return EXIT_INPUT
+    return EXIT_OK
+
+
+def _submit(args: argparse.Namespace) -> int:
+    staged = prepare(args.graph)
+    options = JobOptions(args.backend, args.partition, args.nodelist, args.shared_dir)
+    transport = _transport(args)
+    try:
+        job = submit(transport, staged, options)
+        say(f"submitted job {job.job_id} on {transport.where}; files in {job.job_dir}")
+        if not args.wait:
+            return _write(job.to_json(), None)
+        final = wait(transport, job, say, timeout_s=args.timeout)
+        return _write(fetch_result(transport, job, final), args.output)
+    finally:
+        transport.close()
+
+
+def _reported(args: argparse.Namespace) -> int:
+    try:
+        return _submit(args)
+    except Unreachable as exc:
+        say(str(exc))
+        return EXIT_UNAVAILABLE
+    except (JobFailed, WaitTimedOut) as exc:
+        say(str(exc))
+        return EXIT_RUNTIME
+    except SubmitRejected as exc:
+        say(str(exc))
+        return EXIT_INPUT
+
+
+def main(args: argparse.Namespace) -> int:
+    """Submit (and with --wait, await) the graph; errors become one message and an exit code."""
+    problems = _flag_problems(args)
+    for problem in problems:
+        say(problem)
+    if problems:
+        return EXIT_INPUT
+    return guarded(args.graph, lambda: _reported(args))

@@ -1,0 +1,44 @@
+"""`gpulab submit`: run a graph as a Slurm job, here or on the controller over SSH.
+
+Layers: a Transport runs Slurm's commands and moves files (LocalTransport here, SshTransport
+on the controller); staging puts the graph and its files in a job directory on the shared
+storage; slurm knows the commands and their output; job ties them into submit, wait, fetch.
+"""
+
+from gpulab.submit.job import (
+    DEFAULT_SHARED_DIR,
+    JobFailed,
+    JobOptions,
+    SubmittedJob,
+    WaitTimedOut,
+    fetch_result,
+    submit,
+    wait,
+)
+from gpulab.submit.local import LocalTransport
+from gpulab.submit.slurm import JobState, SubmitRejected
+from gpulab.submit.ssh import SshTarget, SshTransport, parse_target
+from gpulab.submit.staging import StagedGraph, prepare
+from gpulab.submit.transport import CommandResult, Transport, Unreachable
+
+__all__ = [
+    "DEFAULT_SHARED_DIR",
+    "CommandResult",
+    "JobFailed",
+    "JobOptions",
+    "JobState",
+    "LocalTransport",
+    "SshTarget",
+    "SshTransport",
+    "StagedGraph",
+    "SubmitRejected",
+    "SubmittedJob",
+    "Transport",
+    "Unreachable",
+    "WaitTimedOut",
+    "fetch_result",
+    "parse_target",
+    "prepare",
+    "submit",
+    "wait",
+]

@@ -1,0 +1,174 @@
+"""A graph's journey through Slurm: stage and submit, wait with progress, fetch the result."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from gpulab.submit import slurm
+from gpulab.submit.slurm import JobState
+from gpulab.submit.staging import StagedGraph, safe_name, upload
+from gpulab.submit.transport import Transport, Unreachable
+
+# Where job directories go unless --shared-dir or GPULAB_SHARED_DIR says otherwise: a
+# folder of the shared storage that the controller and every worker see at this path.
+DEFAULT_SHARED_DIR = "/srv/gpulab/jobs"
+# Lines of the job's stderr shown when it fails.
+STDERR_TAIL_LINES = 20
+
+
+class JobFailed(RuntimeError):
+    """The job ended without a result (exit 4); the message says how and shows its stderr."""
+
+
+class WaitTimedOut(RuntimeError):
+    """The job did not end in time (exit 4); it has been cancelled."""
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """How to run the graph: backend, where Slurm may place it, where to stage it."""
+
+    backend: str = "auto"
+    partition: str | None = None
+    nodelist: str | None = None
+    shared_dir: str = DEFAULT_SHARED_DIR
+    gpulab: str = "gpulab"
+
+
+@dataclass(frozen=True)
+class SubmittedJob:
+    """A submitted job and the paths of its files on the shared storage."""
+
+    job_id: str
+    job_dir: str
+    graph: str
+    result: str
+    stdout: str
+    stderr: str
+
+    def to_json(self) -> dict[str, str]:
+        """The job id and paths, as printed without --wait."""
+        return asdict(self)
+
+
+def job_script(gpulab: str, graph: str, backend: str, result: str) -> str:
+    """The batch script: one `gpulab run`, every word quoted."""
+    command = shlex.join([gpulab, "run", graph, "--backend", backend, "--output", result])
+    return f"#!/bin/sh\n# Written by gpulab submit.\nexec {command}\n"
+
+
+def _make_job_dir(transport: Transport, shared_dir: str, name: str) -> str:
+    template = posixpath.join(shared_dir, f"{safe_name(name)}.XXXXXXXX")
+    made = transport.run(["mktemp", "-d", template])
+    if made.returncode != 0:
+        reason = made.stderr.strip().rpartition(": ")[2] or "mktemp failed"
+        raise Unreachable(
+            f"cannot create a job directory in {shared_dir} on {transport.where} ({reason}); "
+            "pass --shared-dir: a writable directory of the shared storage"
+        )
+    return made.stdout.strip()
+
+
+def submit(transport: Transport, staged: StagedGraph, options: JobOptions) -> SubmittedJob:
+    """Stage the graph in a new job directory and submit it with sbatch."""
+    job_dir = _make_job_dir(transport, options.shared_dir, staged.name)
+    graph = upload(transport, staged, job_dir)
+    result = posixpath.join(job_dir, "result.json")
+    script = posixpath.join(job_dir, "job.sh")
+    transport.write_file(
+        script, job_script(options.gpulab, graph, options.backend, result).encode("utf-8")
+    )
+    stdout = posixpath.join(job_dir, "slurm-%j.out")
+    stderr = posixpath.join(job_dir, "slurm-%j.err")
+    argv = slurm.sbatch_argv(
+        script,
+        job_dir=job_dir,
+        job_name=f"gpulab-{safe_name(staged.name)}",
+        stdout=stdout,
+        stderr=stderr,
+        partition=options.partition,
+        nodelist=options.nodelist,
+    )
+    job_id = slurm.submit_job(transport, argv)
+    return SubmittedJob(
+        job_id,
+        job_dir,
+        graph,
+        result,
+        stdout.replace("%j", job_id),
+        stderr.replace("%j", job_id),
+    )
+
+
+def wait(
+    transport: Transport,
+    job: SubmittedJob,
+    progress: Callable[[str], None],
+    *,
+    timeout_s: float | None = None,
+    poll_s: float = 2.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> JobState:
+    """Poll until the job ends, reporting each change of state; its final state. A job still
+    running after timeout_s is cancelled and WaitTimedOut raised."""
+    deadline = None if timeout_s is None else clock() + timeout_s
+    shown = ""
+    while True:
+        state = slurm.queue_state(transport, job.job_id)
+        if state is None or state.finished:
+            final = slurm.final_state(transport, job.job_id)
+            if final is not None:
+                progress(f"job {job.job_id} {final.describe()}")
+                return final
+        elif state.describe() != shown:
+            shown = state.describe()
+            progress(f"job {job.job_id} {shown}")
+        if deadline is not None and clock() >= deadline:
+            slurm.cancel(transport, job.job_id)
+            where = state.describe() if state is not None else "unfinished"
+            raise WaitTimedOut(
+                f"job {job.job_id} still {where} after {timeout_s:g} s: cancelled it"
+            )
+        sleep(poll_s)
+
+
+def _stderr_tail(transport: Transport, job: SubmittedJob) -> str:
+    try:
+        text = transport.read_file(job.stderr).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return (
+            f"no {job.stderr}: the job wrote nothing there (is {job.job_dir} "
+            "on storage that the workers see?)"
+        )
+    lines = text.rstrip().splitlines()[-STDERR_TAIL_LINES:]
+    if not lines:
+        return f"{job.stderr} is empty"
+    return f"last lines of {job.stderr}:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def fetch_result(transport: Transport, job: SubmittedJob, final: JobState) -> dict[str, Any]:
+    """The result JSON that `gpulab run` wrote in the job, with `slurm.job_id`; JobFailed
+    with the state, exit code and the tail of the job's stderr otherwise."""
+    if not final.succeeded:
+        raise JobFailed(f"job {job.job_id} {final.describe()}; {_stderr_tail(transport, job)}")
+    try:
+        document: dict[str, Any] = json.loads(transport.read_file(job.result))
+    except FileNotFoundError:
+        raise JobFailed(
+            f"job {job.job_id} completed but wrote no {job.result}; {_stderr_tail(transport, job)}"
+        ) from None
+    except ValueError as exc:
+        raise JobFailed(f"job {job.job_id}: {job.result} is not JSON ({exc})") from None
+    # `gpulab run` records the job itself; older payloads on the workers may not.
+    slurm_info = document.setdefault("slurm", {})
+    slurm_info.setdefault("job_id", job.job_id)
+    if final.nodes:
+        slurm_info.setdefault("nodelist", final.nodes)
+    return document

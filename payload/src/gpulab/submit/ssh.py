@@ -1,0 +1,174 @@
+"""SshTransport: Slurm's commands on the controller over SSH (paramiko), host keys checked.
+
+paramiko is the optional extra `gpulab[submit]`, imported only when SSH is used.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpulab.submit.transport import CommandResult, Unreachable
+
+if TYPE_CHECKING:
+    import paramiko
+
+# The remote shell's status for a command it cannot find.
+_NOT_FOUND = 127
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """Where and how to connect: user@host:port, a key (else the agent and ~/.ssh keys), and
+    the known_hosts file that must hold the host's key (else ~/.ssh/known_hosts)."""
+
+    host: str
+    user: str | None = None
+    port: int = 22
+    identity: str | None = None
+    known_hosts: str | None = None
+    timeout_s: float = 15.0
+
+    @property
+    def where(self) -> str:
+        """user@host[:port], for messages."""
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port != 22 else ""
+        return f"{user}{self.host}{port}"
+
+
+def parse_target(text: str) -> tuple[str | None, str]:
+    """USER@HOST or HOST as (user, host); ValueError naming the problem."""
+    user, _, host = text.rpartition("@")
+    if not host or (text.count("@") and not user) or any(c.isspace() for c in text):
+        raise ValueError(f"--host {text!r}: expected USER@HOST or HOST")
+    return (user or None), host
+
+
+def _paramiko() -> Any:
+    try:
+        import paramiko  # noqa: PLC0415 - optional extra, needed only for SSH
+    except ImportError:
+        raise Unreachable(
+            "submitting over SSH needs paramiko: pip install 'gpulab[submit]'"
+        ) from None
+    return paramiko
+
+
+def _connect(target: SshTarget) -> paramiko.SSHClient:
+    lib = _paramiko()
+    client: paramiko.SSHClient = lib.SSHClient()
+    if target.known_hosts is not None:
+        try:
+            client.load_host_keys(target.known_hosts)
+        except OSError as exc:
+            client.close()
+            raise ValueError(f"--known-hosts {target.known_hosts}: {exc.strerror or exc}") from None
+    else:
+        client.load_system_host_keys()
+    # An unknown host is refused, never trusted on first use.
+    client.set_missing_host_key_policy(lib.RejectPolicy())
+    known = target.known_hosts or str(Path("~/.ssh/known_hosts").expanduser())
+    try:
+        client.connect(
+            target.host,
+            port=target.port,
+            username=target.user,
+            key_filename=target.identity,
+            look_for_keys=target.identity is None,
+            allow_agent=True,
+            timeout=target.timeout_s,
+            banner_timeout=target.timeout_s,
+            auth_timeout=target.timeout_s,
+        )
+    except lib.BadHostKeyException:
+        client.close()
+        raise Unreachable(
+            f"{target.where}: its host key differs from the one in {known}; "
+            "if the host was reinstalled, check its new key and replace the entry"
+        ) from None
+    except lib.AuthenticationException as exc:
+        client.close()
+        how = f"key {target.identity}" if target.identity else "the agent and ~/.ssh keys"
+        raise Unreachable(f"{target.where}: authentication with {how} failed ({exc})") from None
+    except lib.SSHException as exc:
+        client.close()
+        if "not found in known_hosts" in str(exc):
+            raise Unreachable(
+                f"{target.where}: host key not in {known}; check the key and add it "
+                f"(ssh-keyscan -p {target.port} {target.host}, compared with the host's "
+                "own /etc/ssh/ssh_host_*_key.pub) or pass --known-hosts FILE"
+            ) from None
+        raise Unreachable(f"{target.where}: SSH failed: {exc}") from None
+    except OSError as exc:  # refused, unresolvable, timed out
+        client.close()
+        reason = exc.strerror or str(exc)
+        raise Unreachable(f"{target.where}: cannot connect: {reason or 'timed out'}") from None
+    return client
+
+
+class SshTransport:
+    """Runs argument lists through the remote shell, each word quoted with shlex, and moves
+    files over SFTP. Close it (or use it as a context manager) to drop the connection."""
+
+    def __init__(self, target: SshTarget) -> None:
+        self._target = target
+        self._client: paramiko.SSHClient | None = _connect(target)
+        self._sftp: paramiko.SFTPClient | None = None
+
+    @property
+    def where(self) -> str:
+        """user@host[:port]."""
+        return self._target.where
+
+    def __enter__(self) -> SshTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _open(self) -> paramiko.SSHClient:
+        if self._client is None:
+            raise RuntimeError(f"the SSH connection to {self.where} is closed")
+        return self._client
+
+    def _files(self) -> paramiko.SFTPClient:
+        if self._sftp is None:
+            self._sftp = self._open().open_sftp()
+        return self._sftp
+
+    def run(self, argv: Sequence[str]) -> CommandResult:
+        """Run argv on the host; Unreachable when the connection drops or argv[0] is missing."""
+        try:
+            _, out, err = self._open().exec_command(shlex.join(argv))
+            stdout = out.read().decode("utf-8", "replace")
+            stderr = err.read().decode("utf-8", "replace")
+            status = out.channel.recv_exit_status()
+        except (OSError, _paramiko().SSHException) as exc:
+            raise Unreachable(f"{self.where}: {argv[0]} failed over SSH: {exc}") from None
+        if status == _NOT_FOUND and "not found" in stderr:
+            raise Unreachable(f"{argv[0]}: not found on PATH on {self.where}")
+        return CommandResult(tuple(argv), status, stdout, stderr)
+
+    def write_file(self, path: str, data: bytes) -> None:
+        """Create or replace a file over SFTP."""
+        with self._files().open(path, "wb") as handle:
+            handle.write(data)
+
+    def read_file(self, path: str) -> bytes:
+        """A whole file over SFTP (FileNotFoundError when missing)."""
+        with self._files().open(path, "rb") as handle:
+            data: bytes = handle.read()
+        return data
+
+    def close(self) -> None:
+        """Close SFTP, then the connection; a second call does nothing."""
+        sftp, self._sftp = self._sftp, None
+        client, self._client = self._client, None
+        if sftp is not None:
+            sftp.close()
+        if client is not None:
+            client.close()

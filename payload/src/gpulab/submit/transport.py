@@ -1,0 +1,46 @@
+"""Where Slurm's commands run and the job's files are read and written: one small interface."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class Unreachable(RuntimeError):
+    """Slurm, its host or a command it needs cannot be reached (exit 3)."""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one command did: its argv, exit status and decoded output."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class Transport(Protocol):
+    """Runs argument lists and moves whole files on the host that submits to Slurm."""
+
+    @property
+    def where(self) -> str:
+        """The host, for messages ("this machine", "gpulab@controller1")."""
+        ...
+
+    def run(self, argv: Sequence[str]) -> CommandResult:
+        """Run argv to completion; Unreachable when the program does not exist there."""
+        ...
+
+    def write_file(self, path: str, data: bytes) -> None:
+        """Create or replace a file (its folder exists)."""
+        ...
+
+    def read_file(self, path: str) -> bytes:
+        """A whole file; FileNotFoundError when it is missing."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection, if any; a second call does nothing."""
+        ...
