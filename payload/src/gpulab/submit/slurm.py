@@ -1,13 +1,14 @@
 """Slurm's client commands as argument lists, and what their output says about a job.
 
 Works with Slurm 22.05 (Debian 12) and 24.11 (Debian 13): `sbatch --parsable`, `squeue --json`
-for progress, `sacct --json` (needs slurmdbd) or else `scontrol show job -o` for the end.
+for progress (22.05 lists every job whatever --jobs says: the job is picked by id), and for the
+end `scontrol show job -o`, or `sacct` (needs slurmdbd) once the controller has forgotten it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,13 +132,6 @@ def _word(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _number(value: Any) -> int | None:
-    # 24.11 wraps numbers as {"set": bool, "infinite": bool, "number": N}.
-    if isinstance(value, Mapping):
-        return int(value["number"]) if value.get("set", True) and "number" in value else None
-    return int(value) if isinstance(value, int) else None
-
-
 def parse_squeue(text: str, job_id: str) -> JobState | None:
     """The job in `squeue --json --jobs ID` output; None when it is not listed."""
     for job in json.loads(text).get("jobs", []):
@@ -151,21 +145,28 @@ def parse_squeue(text: str, job_id: str) -> JobState | None:
 
 
 def parse_sacct(text: str, job_id: str) -> JobState | None:
-    """The job in `sacct --json --jobs ID` output; None when accounting has no record yet."""
-    for job in json.loads(text).get("jobs", []):
-        if str(job.get("job_id")) != job_id:
-            continue
-        state = job.get("state", {})
-        exit_code = job.get("exit_code", {}) or {}
-        signal = exit_code.get("signal", {}) or {}
-        return JobState(
-            state=_word(state.get("current")),
-            reason=str(state.get("reason") or ""),
-            nodes=str(job.get("nodes") or ""),
-            exit_code=_number(exit_code.get("return_code")),
-            signal=_number(signal.get("signal_id")) or None,
-        )
+    """The job in `sacct --parsable2 --noheader --allocations --format=JobID,State,ExitCode,
+    NodeList` output; None when accounting has no record yet. (Slurm 22.05's `sacct --json`
+    reports exit code 0 for failed jobs; this text form is right on every version.)"""
+    for line in text.splitlines():
+        fields = line.split("|")
+        if len(fields) == 4 and fields[0] == job_id:
+            # "CANCELLED by 2000": the state is the first word.
+            state = fields[1].split(" ")[0]
+            return _with_exit_code(JobState(state=state, nodes=fields[3]), fields[2])
     return None
+
+
+def _with_exit_code(state: JobState, code_and_signal: str) -> JobState:
+    # Slurm writes "EXIT:SIGNAL", e.g. "3:0" or "0:9".
+    code, _, signal = code_and_signal.partition(":")
+    return JobState(
+        state=state.state,
+        reason=state.reason,
+        nodes="" if state.nodes in ("(null)", "None assigned") else state.nodes,
+        exit_code=int(code) if code.isdigit() else None,
+        signal=int(signal) if signal.isdigit() and int(signal) else None,
+    )
 
 
 def parse_scontrol(text: str) -> JobState | None:
@@ -173,15 +174,10 @@ def parse_scontrol(text: str) -> JobState | None:
     fields = dict(word.split("=", 1) for word in text.split() if "=" in word)
     if "JobState" not in fields:
         return None
-    code, _, signal = fields.get("ExitCode", "").partition(":")
-    nodes = fields.get("NodeList", "")
-    return JobState(
-        state=fields["JobState"],
-        reason=fields.get("Reason", ""),
-        nodes="" if nodes == "(null)" else nodes,
-        exit_code=int(code) if code.isdigit() else None,
-        signal=int(signal) if signal.isdigit() and int(signal) else None,
+    state = JobState(
+        state=fields["JobState"], reason=fields.get("Reason", ""), nodes=fields.get("NodeList", "")
     )
+    return _with_exit_code(state, fields.get("ExitCode", ""))
 
 
 def queue_state(transport: Transport, job_id: str) -> JobState | None:
@@ -195,17 +191,23 @@ def queue_state(transport: Transport, job_id: str) -> JobState | None:
     return parse_squeue(result.stdout, job_id)
 
 
+SACCT_FORMAT = "--format=JobID,State,ExitCode,NodeList"
+
+
 def final_state(transport: Transport, job_id: str) -> JobState | None:
-    """The state of an ended job: accounting when slurmdbd answers, else the controller's
-    memory of recent jobs (MinJobAge); None when neither has a final state yet."""
-    sacct = transport.run(["sacct", "--json", f"--jobs={job_id}"])
-    if sacct.returncode == 0:
-        state = parse_sacct(sacct.stdout, job_id)
-        if state is not None and state.finished:
-            return state
+    """The state of an ended job: the controller's memory of recent jobs (MinJobAge), else
+    accounting when slurmdbd runs; None when neither has a final state yet (accounting
+    records a job's end a moment after the controller)."""
     scontrol = transport.run(["scontrol", "show", "job", "-o", job_id])
     if scontrol.returncode == 0:
         state = parse_scontrol(scontrol.stdout)
+        if state is not None and state.finished:
+            return state
+    sacct = transport.run(
+        ["sacct", "--parsable2", "--noheader", "--allocations", SACCT_FORMAT, f"--jobs={job_id}"]
+    )
+    if sacct.returncode == 0:
+        state = parse_sacct(sacct.stdout, job_id)
         if state is not None and state.finished:
             return state
     return None

@@ -1,0 +1,176 @@
+"""`gpulab submit`: flags, exit codes and what reaches stdout and stderr."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from gpulab.cli import submit as submit_cli
+from gpulab.cli.main import main
+from gpulab.submit import parse_target
+
+from tests.submit.fakes import FakeTransport, ok
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "payload/examples"
+GRAPH = str(EXAMPLES / "saxpy_norm.json")
+JOB_DIR = "/srv/gpulab/jobs/saxpy.x"
+
+
+def _cluster(final: str, result: dict[str, object] | None = None) -> FakeTransport:
+    transport = FakeTransport(
+        {
+            "mktemp": [ok(JOB_DIR + "\n")],
+            "sbatch": [ok("5\n")],
+            "squeue": [ok(json.dumps({"jobs": []}))],
+            "scontrol": [ok(final)],
+        }
+    )
+    if result is not None:
+        transport.files[f"{JOB_DIR}/result.json"] = json.dumps(result).encode()
+    transport.files[f"{JOB_DIR}/slurm-5.err"] = b"gpulab: run failed: device lost\n"
+    return transport
+
+
+@pytest.fixture
+def use(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakeTransport]]:
+    """Make the CLI use the transport appended to the yielded list."""
+    chosen: list[FakeTransport] = []
+    monkeypatch.setattr(submit_cli, "_transport", lambda args: chosen[0])
+    yield chosen
+
+
+def test_wait_prints_the_result_json(
+    use: list[FakeTransport], capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = {"version": 1, "slurm": {"job_id": "5", "nodelist": "worker1"}}
+    use.append(_cluster("JobId=5 JobState=COMPLETED ExitCode=0:0 NodeList=worker1", result))
+    assert main(["submit", GRAPH, "--wait"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == result
+    assert "gpulab: submitted job 5 on fake-controller; files in /srv/gpulab/jobs/saxpy.x" in err
+    assert "gpulab: job 5 COMPLETED on worker1 (exit code 0)" in err
+    assert use[0].closed
+
+
+def test_output_writes_the_result_to_a_file(use: list[FakeTransport], tmp_path: Path) -> None:
+    result = {"version": 1, "slurm": {"job_id": "5"}}
+    use.append(_cluster("JobId=5 JobState=COMPLETED ExitCode=0:0 NodeList=worker1", result))
+    out = tmp_path / "out.json"
+    assert main(["submit", GRAPH, "--wait", "--output", str(out)]) == 0
+    assert json.loads(out.read_text())["slurm"]["job_id"] == "5"
+
+
+def test_without_wait_prints_the_job_and_its_paths(
+    use: list[FakeTransport], capsys: pytest.CaptureFixture[str]
+) -> None:
+    use.append(_cluster("unused"))
+    assert main(["submit", GRAPH]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "job_id": "5",
+        "job_dir": JOB_DIR,
+        "graph": f"{JOB_DIR}/graph.json",
+        "result": f"{JOB_DIR}/result.json",
+        "stdout": f"{JOB_DIR}/slurm-5.out",
+        "stderr": f"{JOB_DIR}/slurm-5.err",
+    }
+    assert "squeue" not in use[0].programs()
+
+
+def test_a_failed_job_exits_4_with_its_stderr(
+    use: list[FakeTransport], capsys: pytest.CaptureFixture[str]
+) -> None:
+    use.append(_cluster("JobId=5 JobState=FAILED ExitCode=4:0 NodeList=worker1"))
+    assert main(["submit", GRAPH, "--wait"]) == 4
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "gpulab: job 5 FAILED on worker1 (exit code 4); last lines of" in err
+    assert "  gpulab: run failed: device lost" in err
+
+
+def test_a_refused_job_exits_2(
+    use: list[FakeTransport], capsys: pytest.CaptureFixture[str]
+) -> None:
+    refusal = "sbatch: error: Batch job submission failed: Invalid partition name specified"
+    transport = FakeTransport({"mktemp": [ok(JOB_DIR)], "sbatch": [ok(stderr=refusal, code=1)]})
+    use.append(transport)
+    assert main(["submit", GRAPH, "--partition", "nope"]) == 2
+    assert "sbatch refused the job: " in capsys.readouterr().err
+
+
+def test_an_invalid_graph_is_refused_before_connecting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"version": 1, "inputs": {}, "nodes": [], "outputs": ["y"]}')
+    # An unresolvable host would exit 3; the graph's errors come first.
+    assert main(["submit", str(bad), "--host", "gpulab@host.invalid", "--wait"]) == 2
+    assert f"gpulab: {bad}: outputs[0]" in capsys.readouterr().err
+
+
+def test_no_sbatch_and_no_host_exits_3(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main(["submit", GRAPH]) == 3
+    assert "sbatch is not on PATH here: pass --host USER@CONTROLLER" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--identity", "k"], "--identity needs --host"),
+        (["--known-hosts", "k"], "--known-hosts needs --host"),
+        (["--output", "o.json"], "--output needs --wait"),
+        (["--shared-dir", "jobs"], "--shared-dir 'jobs': must be an absolute path"),
+    ],
+)
+def test_flags_that_make_no_sense_exit_2(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["submit", GRAPH, *flags]) == 2
+    assert f"gpulab: {message}" in capsys.readouterr().err
+
+
+def test_shared_dir_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPULAB_SHARED_DIR", "/nfs/jobs")
+    from gpulab.cli.main import build_parser  # noqa: PLC0415 - the default is read at build time
+
+    assert build_parser().parse_args(["submit", GRAPH]).shared_dir == "/nfs/jobs"
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_an_unreachable_ssh_host_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
+    port = str(_closed_port())
+    assert main(["submit", GRAPH, "--host", "gpulab@127.0.0.1", "--port", port]) == 3
+    assert f"gpulab: gpulab@127.0.0.1:{port}: cannot connect" in capsys.readouterr().err
+
+
+def test_a_missing_known_hosts_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "known_hosts"
+    assert main(["submit", GRAPH, "--host", "h", "--known-hosts", str(missing)]) == 2
+    assert f"--known-hosts {missing}: No such file or directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "target"),
+    [("gpulab@controller1", ("gpulab", "controller1")), ("10.0.0.5", (None, "10.0.0.5"))],
+)
+def test_parse_target(text: str, target: tuple[str | None, str]) -> None:
+    assert parse_target(text) == target
+
+
+@pytest.mark.parametrize("text", ["@host", "user@", "a b@c"])
+def test_parse_target_refuses(text: str) -> None:
+    with pytest.raises(ValueError, match="expected USER@HOST or HOST"):
+        parse_target(text)

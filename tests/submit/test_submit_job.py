@@ -1,0 +1,228 @@
+"""Staging, sbatch, waiting and fetching through a fake transport: the exact commands and files."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gpulab.graph import GraphInvalid
+from gpulab.submit import (
+    JobFailed,
+    JobOptions,
+    JobState,
+    SubmittedJob,
+    WaitTimedOut,
+    fetch_result,
+    prepare,
+    submit,
+    wait,
+)
+from gpulab.submit.job import job_script
+
+from tests.submit.fakes import FakeTransport, ok
+
+JOB_DIR = "/srv/gpulab/jobs/file_graph.Ab12Cd34"
+JOB = SubmittedJob(
+    "17",
+    JOB_DIR,
+    f"{JOB_DIR}/graph.json",
+    f"{JOB_DIR}/result.json",
+    f"{JOB_DIR}/slurm-17.out",
+    f"{JOB_DIR}/slurm-17.err",
+)
+
+
+def _graph_with_file(folder: Path) -> Path:
+    (folder / "data").mkdir()
+    np.save(folder / "data" / "v.npy", np.arange(4, dtype=np.float32))
+    graph = {
+        "version": 1,
+        "name": "file graph",
+        "inputs": {
+            "v": {"type": "vector", "file": "data/v.npy"},
+            "a": {"type": "scalar", "value": 2.0},
+        },
+        "nodes": [{"id": "s", "op": "scale", "inputs": {"x": "v", "a": "a"}}],
+        "outputs": ["s"],
+    }
+    path = folder / "g.json"
+    path.write_text(json.dumps(graph))
+    return path
+
+
+def test_prepare_renames_file_inputs_into_the_job_directory(tmp_path: Path) -> None:
+    staged = prepare(_graph_with_file(tmp_path))
+    assert staged.name == "file graph"
+    assert staged.document["inputs"]["v"] == {"type": "vector", "file": "input-0-v.npy"}
+    assert staged.files == (("input-0-v.npy", tmp_path / "data" / "v.npy"),)
+
+
+def test_prepare_refuses_an_invalid_graph(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"version": 1, "inputs": {}, "nodes": [], "outputs": ["x"]}))
+    with pytest.raises(GraphInvalid):
+        prepare(path)
+
+
+def test_job_script_quotes_every_word() -> None:
+    script = job_script("gpulab", "/jobs/it's here/graph.json", "vulkan", "/jobs/r.json")
+    assert script == (
+        "#!/bin/sh\n"
+        "# Written by gpulab submit.\n"
+        "exec gpulab run '/jobs/it'\"'\"'s here/graph.json' --backend vulkan "
+        "--output /jobs/r.json\n"
+    )
+    assert shlex.split(script.splitlines()[2])[3] == "/jobs/it's here/graph.json"
+
+
+def test_submit_stages_then_runs_sbatch(tmp_path: Path) -> None:
+    transport = FakeTransport({"mktemp": [ok(JOB_DIR + "\n")], "sbatch": [ok("17\n")]})
+    options = JobOptions(backend="cpu", partition="main", nodelist="worker2")
+    job = submit(transport, prepare(_graph_with_file(tmp_path)), options)
+    assert job == JOB
+    assert transport.calls == [
+        ("mktemp", "-d", "/srv/gpulab/jobs/file_graph.XXXXXXXX"),
+        (
+            "sbatch",
+            "--parsable",
+            "--job-name=gpulab-file_graph",
+            f"--chdir={JOB_DIR}",
+            f"--output={JOB_DIR}/slurm-%j.out",
+            f"--error={JOB_DIR}/slurm-%j.err",
+            "--partition=main",
+            "--nodelist=worker2",
+            f"{JOB_DIR}/job.sh",
+        ),
+    ]
+    assert sorted(transport.files) == [
+        f"{JOB_DIR}/graph.json",
+        f"{JOB_DIR}/input-0-v.npy",
+        f"{JOB_DIR}/job.sh",
+    ]
+    assert transport.files[f"{JOB_DIR}/input-0-v.npy"] == (tmp_path / "data/v.npy").read_bytes()
+    staged_graph = json.loads(transport.files[f"{JOB_DIR}/graph.json"])
+    assert staged_graph["inputs"]["v"]["file"] == "input-0-v.npy"
+    assert (
+        transport.files[f"{JOB_DIR}/job.sh"]
+        .decode()
+        .endswith(
+            f"exec gpulab run {JOB_DIR}/graph.json --backend cpu --output {JOB_DIR}/result.json\n"
+        )
+    )
+
+
+def test_a_missing_shared_dir_says_what_to_pass(tmp_path: Path) -> None:
+    failure = "mktemp: failed to create directory via template '/nfs/x.XXXXXXXX': No such file"
+    transport = FakeTransport({"mktemp": [ok(stderr=failure, code=1)]})
+    with pytest.raises(Exception, match=r"cannot create a job directory in /nfs .*--shared-dir"):
+        submit(transport, prepare(_graph_with_file(tmp_path)), JobOptions(shared_dir="/nfs"))
+    assert transport.files == {}
+
+
+def _squeue(state: str, reason: str = "None", nodes: str = "") -> str:
+    job = {"job_id": 17, "job_state": state, "state_reason": reason, "nodes": nodes}
+    return json.dumps({"jobs": [job]})
+
+
+def test_wait_reports_each_change_then_the_final_state() -> None:
+    transport = FakeTransport(
+        {
+            "squeue": [
+                ok(_squeue("PENDING", "Resources")),
+                ok(_squeue("PENDING", "Resources")),
+                ok(_squeue("RUNNING", nodes="worker1")),
+                ok(_squeue("COMPLETED", nodes="worker1")),
+            ],
+            "scontrol": [ok("JobId=17 JobState=COMPLETED ExitCode=0:0 NodeList=worker1")],
+        }
+    )
+    progress: list[str] = []
+    sleeps: list[float] = []
+    final = wait(transport, JOB, progress.append, poll_s=0.5, sleep=sleeps.append)
+    assert final == JobState("COMPLETED", "", "worker1", exit_code=0)
+    assert progress == [
+        "job 17 PENDING (Resources)",
+        "job 17 RUNNING on worker1",
+        "job 17 COMPLETED on worker1 (exit code 0)",
+    ]
+    assert sleeps == [0.5, 0.5, 0.5]
+
+
+def test_wait_keeps_polling_until_a_final_state_is_known() -> None:
+    transport = FakeTransport(
+        {
+            "squeue": [ok(json.dumps({"jobs": []}))],
+            "scontrol": [ok(stderr="Invalid job id specified", code=1)],
+            "sacct": [ok(""), ok("17|FAILED|4:0|worker2\n")],
+        }
+    )
+    final = wait(transport, JOB, lambda _: None, sleep=lambda _: None)
+    assert final == JobState("FAILED", "", "worker2", exit_code=4)
+    assert transport.programs().count("squeue") == 2
+
+
+def test_wait_cancels_a_job_that_outlives_the_timeout() -> None:
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    transport = FakeTransport(
+        {"squeue": [ok(_squeue("RUNNING", nodes="worker1"))], "scancel": [ok()]}
+    )
+    with pytest.raises(WaitTimedOut, match="job 17 still RUNNING on worker1 after 5 s"):
+        wait(
+            transport, JOB, lambda _: None, timeout_s=5, poll_s=2, clock=lambda: now[0], sleep=sleep
+        )
+    assert transport.calls[-1] == ("scancel", "17")
+    assert now[0] == 6
+
+
+def test_fetch_result_adds_nothing_the_run_recorded() -> None:
+    transport = FakeTransport()
+    result = {"version": 1, "slurm": {"job_id": "17", "nodelist": "worker1"}}
+    transport.files[JOB.result] = json.dumps(result).encode()
+    final = JobState("COMPLETED", "", "worker1", exit_code=0)
+    assert fetch_result(transport, JOB, final) == result
+
+
+def test_fetch_result_fills_in_the_job_when_the_run_did_not() -> None:
+    transport = FakeTransport()
+    transport.files[JOB.result] = b'{"version": 1}'
+    final = JobState("COMPLETED", "", "worker1", exit_code=0)
+    document = fetch_result(transport, JOB, final)
+    assert document["slurm"] == {"job_id": "17", "nodelist": "worker1"}
+
+
+def test_a_failed_job_names_its_state_exit_code_and_stderr_tail() -> None:
+    transport = FakeTransport()
+    lines = [f"line {i}" for i in range(30)]
+    transport.files[JOB.stderr] = ("\n".join(lines) + "\n").encode()
+    final = JobState("FAILED", "NonZeroExitCode", "worker1", exit_code=4)
+    with pytest.raises(JobFailed) as failure:
+        fetch_result(transport, JOB, final)
+    message = str(failure.value)
+    assert message.startswith(
+        f"job 17 FAILED on worker1 (exit code 4); last lines of {JOB.stderr}:\n  line 10\n"
+    )
+    assert message.endswith("  line 29")
+    assert "line 9\n" not in message
+
+
+def test_a_job_without_stderr_points_at_the_shared_storage() -> None:
+    final = JobState("FAILED", "", "worker1", exit_code=1)
+    with pytest.raises(JobFailed, match=r"is \S+ on storage that the workers see"):
+        fetch_result(FakeTransport(), JOB, final)
+
+
+def test_a_completed_job_without_result_is_a_failure() -> None:
+    transport = FakeTransport()
+    transport.files[JOB.stderr] = b"gpulab: something\n"
+    final = JobState("COMPLETED", "", "worker1", exit_code=0)
+    with pytest.raises(
+        JobFailed, match=r"(?s)completed but wrote no \S+/result\.json; .*gpulab: something"
+    ):
+        fetch_result(transport, JOB, final)
