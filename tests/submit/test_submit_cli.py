@@ -174,3 +174,17 @@ def test_parse_target(text: str, target: tuple[str | None, str]) -> None:
 def test_parse_target_refuses(text: str) -> None:
     with pytest.raises(ValueError, match="expected USER@HOST or HOST"):
         parse_target(text)
+
+
+def test_an_unreadable_identity_exits_2_before_connecting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text("")
+    not_a_key = tmp_path / "id"
+    not_a_key.write_text("hello\n")
+    flags = ["--host", "h.invalid", "--known-hosts", str(known_hosts), "--identity"]
+    assert main(["submit", GRAPH, *flags, str(tmp_path / "missing")]) == 2
+    assert "--identity " in capsys.readouterr().err
+    assert main(["submit", GRAPH, *flags, str(not_a_key)]) == 2
+    assert f"--identity {not_a_key}: not a private key" in capsys.readouterr().err

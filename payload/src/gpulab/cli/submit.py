@@ -81,6 +81,12 @@ def add_parser(commands: Any) -> None:
         help="job directories go here; the workers must see it at the same path "
         f"(default $GPULAB_SHARED_DIR or {DEFAULT_SHARED_DIR})",
     )
+    parser.add_argument(
+        "--gpulab",
+        metavar="PATH",
+        default="gpulab",
+        help="the gpulab command on the workers (default: gpulab on the job's PATH)",
+    )
     parser.add_argument("--wait", action="store_true", help="wait and print the result JSON")
     parser.add_argument(
         "--timeout", type=_seconds, metavar="S", help="with --wait: cancel the job after S s"
@@ -129,7 +135,7 @@ def _write(document: dict[str, Any], output: str | None) -> int:
 
 def _submit(args: argparse.Namespace) -> int:
     staged = prepare(args.graph)
-    options = JobOptions(args.backend, args.partition, args.nodelist, args.shared_dir)
+    options = JobOptions(args.backend, args.partition, args.nodelist, args.shared_dir, args.gpulab)
     transport = _transport(args)
     try:
         job = submit(transport, staged, options)

@@ -58,6 +58,22 @@ def _paramiko() -> Any:
     return paramiko
 
 
+def _identity(lib: Any, path: str) -> paramiko.PKey:
+    """The private key in path, whatever its type; ValueError naming the problem."""
+    try:
+        key: paramiko.PKey = lib.PKey.from_path(path)
+    except lib.PasswordRequiredException:
+        raise ValueError(
+            f"--identity {path}: the key is encrypted; load it into ssh-agent and leave out "
+            "--identity"
+        ) from None
+    except OSError as exc:
+        raise ValueError(f"--identity {path}: {exc.strerror or exc}") from None
+    except (lib.SSHException, ValueError) as exc:
+        raise ValueError(f"--identity {path}: not a private key ({exc})") from None
+    return key
+
+
 def _connect(target: SshTarget) -> paramiko.SSHClient:
     lib = _paramiko()
     client: paramiko.SSHClient = lib.SSHClient()
@@ -73,17 +89,21 @@ def _connect(target: SshTarget) -> paramiko.SSHClient:
     client.set_missing_host_key_policy(lib.RejectPolicy())
     known = target.known_hosts or str(Path("~/.ssh/known_hosts").expanduser())
     try:
+        # A given key is the only credential tried; without one, the agent and ~/.ssh keys.
         client.connect(
             target.host,
             port=target.port,
             username=target.user,
-            key_filename=target.identity,
+            pkey=_identity(lib, target.identity) if target.identity else None,
             look_for_keys=target.identity is None,
-            allow_agent=True,
+            allow_agent=target.identity is None,
             timeout=target.timeout_s,
             banner_timeout=target.timeout_s,
             auth_timeout=target.timeout_s,
         )
+    except ValueError:
+        client.close()
+        raise
     except lib.BadHostKeyException:
         client.close()
         raise Unreachable(
