@@ -45,6 +45,8 @@ recipe_hash=$(
   } | sha256sum | cut -c1-12
 )
 image=$repo:$recipe_hash
+# Lab and molecule containers bind-mount this directory (lab/rootfs/usr/local/sbin/gpulab-apt-cache).
+mkdir -p "${GPULAB_APT_CACHE:-/var/cache/gpulab/debs}"
 
 if podman image exists "$image"; then
   podman tag "$image" "$repo:latest"

@@ -19,7 +19,7 @@ start=$SECONDS
 network=gpulab-molecule  # = platforms[].network in molecule/default/molecule.yml
 leftovers=$(podman ps -a --filter "network=$network" --format '{{.Names}}')
 if [ -n "$leftovers" ]; then
-  echo "==> removing containers left on $network: $leftovers"
+  echo "==> removing containers left on $network:" $leftovers
   podman rm -f -t 5 $leftovers >/dev/null
 fi
 podman network exists "$network" && podman network rm -f "$network" >/dev/null
