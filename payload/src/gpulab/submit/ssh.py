@@ -31,6 +31,7 @@ class SshTarget:
     identity: str | None = None
     known_hosts: str | None = None
     timeout_s: float = 15.0
+    command_timeout_s: float = 300.0
 
     @property
     def where(self) -> str:
@@ -163,7 +164,9 @@ class SshTransport:
     def run(self, argv: Sequence[str]) -> CommandResult:
         """Run argv on the host; Unreachable when the connection drops or argv[0] is missing."""
         try:
-            _, out, err = self._open().exec_command(shlex.join(argv))
+            _, out, err = self._open().exec_command(
+                shlex.join(argv), timeout=self._target.command_timeout_s
+            )
             stdout = out.read().decode("utf-8", "replace")
             stderr = err.read().decode("utf-8", "replace")
             status = out.channel.recv_exit_status()
