@@ -51,10 +51,10 @@ lint: setup collection
 	ansible-lint
 
 test-payload: setup native
-	pytest tests/payload tests/native tests/memory tests/kernels tests/graph
+	pytest tests/payload tests/native tests/memory tests/kernels tests/graph tests/submit
 
 test-collection: setup collection
-	pytest tests/collection
+	pytest tests/collection tests/inventory
 
 test-molecule: image collection
 	bash lab/molecule-test.sh
