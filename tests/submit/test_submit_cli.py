@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from gpulab.cli import submit as submit_cli
 from gpulab.cli.main import main
-from gpulab.submit import parse_target
+from gpulab.submit import CommandResult, parse_target
 
 from tests.submit.fakes import FakeTransport, ok
 
@@ -125,6 +125,7 @@ def test_no_sbatch_and_no_host_exits_3(
         (["--known-hosts", "k"], "--known-hosts needs --host"),
         (["--output", "o.json"], "--output needs --wait"),
         (["--shared-dir", "jobs"], "--shared-dir 'jobs': must be an absolute path"),
+        (["--wait", "--output", "/no/such/dir/o.json"], "--output /no/such/dir/o.json: its folder"),
     ],
 )
 def test_flags_that_make_no_sense_exit_2(
@@ -188,3 +189,18 @@ def test_an_unreadable_identity_exits_2_before_connecting(
     assert "--identity " in capsys.readouterr().err
     assert main(["submit", GRAPH, *flags, str(not_a_key)]) == 2
     assert f"--identity {not_a_key}: not a private key" in capsys.readouterr().err
+
+
+def test_ctrl_c_while_waiting_leaves_the_job_running(
+    use: list[FakeTransport], capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupt(argv: tuple[str, ...]) -> CommandResult:
+        raise KeyboardInterrupt
+
+    transport = _cluster("unused")
+    transport.answers["squeue"] = [interrupt]
+    use.append(transport)
+    assert main(["submit", GRAPH, "--wait"]) == 130
+    assert "stopped waiting; job 5 goes on (scancel 5 stops it)" in capsys.readouterr().err
+    assert "scancel" not in transport.programs()
+    assert transport.closed

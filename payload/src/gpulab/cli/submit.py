@@ -34,6 +34,8 @@ from gpulab.submit import (
 )
 
 _SSH_ONLY = ("port", "identity", "known_hosts")
+# The shell's status for a command stopped by Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
 
 
 def _seconds(text: str) -> float:
@@ -106,6 +108,8 @@ def _flag_problems(args: argparse.Namespace) -> list[str]:
         for name in ("timeout", "output")
         if not args.wait and getattr(args, name) is not None
     ]
+    if args.output is not None and not Path(args.output).resolve().parent.is_dir():
+        problems.append(f"--output {args.output}: its folder does not exist")
     if not args.shared_dir.startswith("/"):
         problems.append(f"--shared-dir {args.shared_dir!r}: must be an absolute path")
     return problems
@@ -142,7 +146,11 @@ def _submit(args: argparse.Namespace) -> int:
         say(f"submitted job {job.job_id} on {transport.where}; files in {job.job_dir}")
         if not args.wait:
             return _write(job.to_json(), None)
-        final = wait(transport, job, say, timeout_s=args.timeout)
+        try:
+            final = wait(transport, job, say, timeout_s=args.timeout)
+        except KeyboardInterrupt:
+            say(f"stopped waiting; job {job.job_id} goes on (scancel {job.job_id} stops it)")
+            return EXIT_INTERRUPTED
         return _write(fetch_result(transport, job, final), args.output)
     finally:
         transport.close()
