@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -204,3 +206,16 @@ def test_ctrl_c_while_waiting_leaves_the_job_running(
     assert "stopped waiting; job 5 goes on (scancel 5 stops it)" in capsys.readouterr().err
     assert "scancel" not in transport.programs()
     assert transport.closed
+
+
+def test_without_paramiko_ssh_says_how_to_install_it() -> None:
+    code = (
+        "import sys; sys.modules['paramiko'] = None; from gpulab.cli.main import main; "
+        f"sys.exit(main(['submit', {GRAPH!r}, '--host', 'gpulab@h.invalid']))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 3
+    assert done.stderr == (
+        "gpulab: submitting over SSH needs paramiko, the extra gpulab[submit]: "
+        "pip install 'paramiko>=3.4,<5'\n"
+    )

@@ -54,7 +54,8 @@ def _paramiko() -> Any:
         import paramiko  # noqa: PLC0415 - optional extra, needed only for SSH
     except ImportError:
         raise Unreachable(
-            "submitting over SSH needs paramiko: pip install 'gpulab[submit]'"
+            "submitting over SSH needs paramiko, the extra gpulab[submit]: "
+            "pip install 'paramiko>=3.4,<5'"
         ) from None
     return paramiko
 
