@@ -54,8 +54,11 @@ def test_submit_job_reads_the_parsable_id(answer: str, job_id: str) -> None:
 def test_a_refused_job_is_bad_input_with_sbatchs_reason() -> None:
     refusal = "sbatch: error: Batch job submission failed: Invalid partition name specified\n"
     transport = FakeTransport({"sbatch": [ok(stderr=refusal, code=1)]})
-    with pytest.raises(SubmitRejected, match="Invalid partition name specified"):
+    with pytest.raises(SubmitRejected) as refused:
         slurm.submit_job(transport, ["sbatch", "s"])
+    assert str(refused.value) == (
+        "sbatch refused the job: Batch job submission failed: Invalid partition name specified"
+    )
 
 
 def test_an_unreachable_controller_is_unreachable() -> None:

@@ -118,7 +118,8 @@ def submit_job(transport: Transport, argv: Sequence[str]) -> str:
     result = transport.run(argv)
     if result.returncode != 0:
         _check_reachable(result, transport.where)
-        raise SubmitRejected(f"sbatch refused the job: {_last_line(result.stderr)}")
+        reason = _last_line(result.stderr).removeprefix("sbatch: error: ")
+        raise SubmitRejected(f"sbatch refused the job: {reason}")
     job_id = result.stdout.strip().split(";")[0]
     if not job_id.isdigit():
         raise Unreachable(f"sbatch on {transport.where} answered {result.stdout.strip()!r}")
