@@ -8,11 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpulab.cli.main import main
 from gpulab.graph import GraphInvalid
 from gpulab.submit import (
     JobFailed,
     JobOptions,
     JobState,
+    LocalTransport,
     SubmittedJob,
     WaitTimedOut,
     fetch_result,
@@ -21,6 +23,7 @@ from gpulab.submit import (
     wait,
 )
 from gpulab.submit.job import job_script
+from gpulab.submit.staging import upload
 
 from tests.submit.fakes import FakeTransport, ok
 
@@ -226,3 +229,17 @@ def test_a_completed_job_without_result_is_a_failure() -> None:
         JobFailed, match=r"(?s)completed but wrote no \S+/result\.json; .*gpulab: something"
     ):
         fetch_result(transport, JOB, final)
+
+
+def test_a_staged_graph_runs_like_the_original(tmp_path: Path) -> None:
+    original = _graph_with_file(tmp_path)
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    staged = upload(LocalTransport(), prepare(original), str(job_dir))
+    assert sorted(p.name for p in job_dir.iterdir()) == ["graph.json", "input-0-v.npy"]
+    results = []
+    for graph in (str(original), staged):
+        out = tmp_path / f"{len(results)}.json"
+        assert main(["run", graph, "--backend", "cpu", "--output", str(out)]) == 0
+        results.append(json.loads(out.read_text())["outputs"])
+    assert results[0] == results[1]
