@@ -88,7 +88,12 @@ def ssh(tmp_path_factory: pytest.TempPathFactory) -> Ssh:
     key = paramiko.RSAKey.generate(2048)
     identity = folder / "id_rsa"
     key.write_private_key_file(str(identity))
-    authorise = "umask 077 && mkdir -p ~/.ssh && cat >> ~/.ssh/authorized_keys"
+    # The previous run's key is replaced, not kept.
+    authorise = (
+        "umask 077 && mkdir -p ~/.ssh && touch ~/.ssh/authorized_keys && "
+        "sed -i '/ gpulab-submit-test$/d' ~/.ssh/authorized_keys && "
+        "cat >> ~/.ssh/authorized_keys"
+    )
     public = f"ssh-rsa {key.get_base64()} gpulab-submit-test\n"
     done = _podman(
         "exec", "-i", "--user", "gpulab", CONTROLLER, "sh", "-c", authorise, stdin=public
