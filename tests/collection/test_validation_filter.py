@@ -1,0 +1,78 @@
+"""gpulab.cluster.validation_summary: a worker's results judged check by check."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.gpulab.cluster.plugins.filter.validation import (
+    FilterModule,
+    validation_summary,
+)
+
+DEVICE = {"name": "llvmpipe (LLVM 15.0.6, 256 bits)", "type": "cpu"}
+
+
+def node_json(**steps: dict[str, Any]) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "devices": {"rc": 0, "result": [DEVICE], "stderr": []},
+        "selftest": {
+            "rc": 0,
+            "result": {
+                "ok": True,
+                "backend": "vulkan",
+                "device": DEVICE,
+                "checks": [{"op": "saxpy", "n": 1000, "ok": True, "max_rel_err": 1e-7}],
+            },
+            "stderr": [],
+        },
+        "run-saxpy_norm": {
+            "rc": 0,
+            "result": {"compare": {"ok": True, "max_rel_err": {"s": 0.0, "n": 3e-6}}},
+            "stderr": [],
+        },
+        "bench": {"rc": 0, "result": [{"op": "saxpy", "gbps": 2.5}], "stderr": []},
+    }
+    base.update(steps)
+    return {"node": "worker1", "arch": "x86_64", "job_id": "7", "steps": base}
+
+
+def test_a_good_node_passes_every_check() -> None:
+    summary = validation_summary(node_json(), "worker1")
+    assert [c["check"] for c in summary["checks"]] == [
+        "ran on its node",
+        "devices",
+        "selftest saxpy n=1000",
+        "selftest",
+        "saxpy_norm --compare cpu",
+        "bench saxpy",
+    ]
+    assert (summary["passed"], summary["total"]) == (6, 6)
+    assert summary["max_rel_err"] == 3e-6
+    assert summary["saxpy_gbps"] == 2.5
+    assert (summary["device"], summary["backend"], summary["arch"]) == (
+        DEVICE["name"],
+        "vulkan",
+        "x86_64",
+    )
+
+
+def test_a_failed_run_names_the_check_and_the_error() -> None:
+    failed = {"rc": 4, "result": None, "stderr": ["gpulab: device lost"]}
+    summary = validation_summary(node_json(**{"run-saxpy_norm": failed}), "worker1")
+    bad = [c for c in summary["checks"] if not c["ok"]]
+    assert bad == [
+        {"check": "saxpy_norm --compare cpu", "ok": False, "detail": "exit 4: gpulab: device lost"}
+    ]
+
+
+def test_a_job_on_the_wrong_node_fails() -> None:
+    summary = validation_summary(node_json(), "worker2")
+    assert summary["checks"][0] == {
+        "check": "ran on its node",
+        "ok": False,
+        "detail": "ran on worker1",
+    }
+
+
+def test_the_filter_is_registered() -> None:
+    assert FilterModule().filters() == {"validation_summary": validation_summary}
