@@ -32,7 +32,14 @@ converge: lab-up collection
 	ansible-playbook -i inventory/lab site.yml
 
 lab: converge
+	@echo "==> [lab] validate: gpulab devices, selftest, example graphs and saxpy bench on every worker through Slurm"
 	ansible-playbook -i inventory/lab playbooks/validate.yml
+	@echo "==> [lab] NFS substitution: storage1 serves /srv/gpulab with nfs-ganesha; this kernel has no NFS client,"
+	@echo "    so lab/up.sh attaches the exported volume at /srv/gpulab on controller1 and the workers"
+	@echo "    (inventory/lab/group_vars/all/storage.yml: nfs_client_mode: bind); nfs_client and validate.yml"
+	@echo "    read it over NFS (libnfs nfs-cat) on every node and compare with the mount point."
+	@echo "==> [lab] results (build/validate/lab-report.md):"
+	@sed -n '/^| node/,/^$$/p' build/validate/lab-report.md
 	gpulab selftest
 
 collection: setup
