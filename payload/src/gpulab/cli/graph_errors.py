@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 from gpulab.backends import BackendUnavailable, ExecutionFailed
 from gpulab.cli.errors import EXIT_INPUT, EXIT_RUNTIME, EXIT_UNAVAILABLE
@@ -19,6 +21,20 @@ T = TypeVar("T")
 def say(message: str) -> None:
     """One line on stderr, prefixed like every gpulab message."""
     print(f"gpulab: {message}", file=sys.stderr)
+
+
+def write_json(document: dict[str, Any], output: str | None) -> bool:
+    """Write a result document to OUTPUT, or stdout without one; False (and a line) on failure."""
+    text = json.dumps(document, indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return True
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        say(f"--output {output}: {exc.strerror or exc}")
+        return False
+    return True
 
 
 def warn(graph: str, warnings: tuple[Problem, ...]) -> None:

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from pathlib import Path
 from typing import Any
 
 from gpulab.backends import BACKENDS, Runner
 from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME
-from gpulab.cli.graph_errors import guarded, say, warn
+from gpulab.cli.graph_errors import guarded, say, warn, write_json
 from gpulab.graph import load_graph
 
 
@@ -32,19 +29,6 @@ def add_parser(commands: Any, device_index: Any) -> None:
     parser.set_defaults(handler=main)
 
 
-def _write(document: dict[str, Any], output: str | None) -> bool:
-    text = json.dumps(document, indent=2) + "\n"
-    if output is None:
-        sys.stdout.write(text)
-        return True
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        say(f"--output {output}: {exc.strerror or exc}")
-        return False
-    return True
-
-
 def _run(args: argparse.Namespace) -> int:
     with Runner(args.backend, args.device) as runner:
         graph = load_graph(args.graph, limit=runner.memory_limit())
@@ -52,7 +36,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.backend == "auto":
             say(runner.reason)
         result = runner.run(graph, compare=args.compare)
-    if not _write(result.to_json(full=args.full), args.output):
+    if not write_json(result.to_json(full=args.full), args.output):
         return EXIT_INPUT
     comparison = result.comparison
     if comparison is not None and not comparison["ok"]:

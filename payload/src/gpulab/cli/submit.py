@@ -6,15 +6,13 @@ Here when `sbatch` is on PATH and no --host is given, else over SSH to the contr
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from gpulab.backends import BACKENDS
 from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
-from gpulab.cli.graph_errors import guarded, say
+from gpulab.cli.graph_errors import guarded, say, write_json
 from gpulab.submit import (
     DEFAULT_SHARED_DIR,
     JobFailed,
@@ -125,16 +123,7 @@ def _transport(args: argparse.Namespace) -> Transport:
 
 
 def _write(document: dict[str, Any], output: str | None) -> int:
-    text = json.dumps(document, indent=2) + "\n"
-    if output is None:
-        sys.stdout.write(text)
-        return EXIT_OK
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        say(f"--output {output}: {exc.strerror or exc}")
-        return EXIT_INPUT
-    return EXIT_OK
+    return EXIT_OK if write_json(document, output) else EXIT_INPUT
 
 
 def _submit(args: argparse.Namespace) -> int:
