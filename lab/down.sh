@@ -18,3 +18,7 @@ if podman network exists "$LAB_NETWORK"; then
   lab_step "removing network $LAB_NETWORK"
   podman network rm -f "$LAB_NETWORK" >/dev/null
 fi
+if podman volume exists "$LAB_SHARED_VOLUME"; then
+  lab_step "removing volume $LAB_SHARED_VOLUME (the shared storage)"
+  podman volume rm -f "$LAB_SHARED_VOLUME" >/dev/null
+fi

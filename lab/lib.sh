@@ -5,6 +5,12 @@ LAB_PREFIX=gpulab-lab-
 LAB_NETWORK=gpulab-lab
 LAB_LABEL=gpulab.lab=1
 LAB_NODES=(controller1 storage1 worker1 worker2)   # = inventory/lab/hosts.yml = Slurm NodeNames
+# The shared storage: storage1 exports this volume with nfs-ganesha, and every node has it
+# at the same path, standing in for the NFS mount the lab's kernel cannot make
+# (inventory/lab/group_vars/all/storage.yml declares this substitution).
+LAB_SHARED_VOLUME=gpulab-lab-shared
+LAB_SHARED_PATH=/srv/gpulab
+LAB_STORAGE_NODE=storage1   # = the inventory's storage group
 LAB_IMAGE=${GPULAB_LAB_IMAGE:-localhost/gpulab-bookworm-amd64:latest}
 # .deb files shared by all lab and molecule containers (see lab/rootfs/usr/local/sbin/gpulab-apt-cache)
 LAB_APT_CACHE=${GPULAB_APT_CACHE:-/var/cache/gpulab/debs}

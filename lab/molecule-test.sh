@@ -23,10 +23,13 @@ if [ -n "$leftovers" ]; then
   podman rm -f -t 5 $leftovers >/dev/null
 fi
 podman network exists "$network" && podman network rm -f "$network" >/dev/null
+volume=gpulab-molecule-shared  # = the shared storage volume in molecule/default/molecule.yml
+podman volume rm -f "$volume" >/dev/null 2>&1
 # The lab scripts, inventory and scenario must describe the same cluster (1 s).
 pytest -q -p no:cacheprovider tests/lab && molecule test "$@"
 rc=$?
 total=$((SECONDS - start))
+podman volume rm -f "$volume" >/dev/null 2>&1
 
 # One JSON line per record: {"playbook": ..., "seconds": ...} from the callback
 # (molecule/default/plugins/callback), {"job_round_trip": ...} from the verify tests.

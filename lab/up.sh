@@ -29,7 +29,11 @@ stale_reason() {
     podman container exists "$c" || { echo "$c is missing"; return; }
     [ "$(podman inspect --format '{{.Image}}' "$c")" = "$image_id" ] \
       || { echo "$c runs an older image than $LAB_IMAGE"; return; }
+    [[ " $(podman inspect --format '{{range .Mounts}}{{.Destination}} {{end}}' "$c") " == *" $LAB_SHARED_PATH "* ]] \
+      || { echo "$c has no shared volume at $LAB_SHARED_PATH"; return; }
   done
+  podman inspect --format '{{.EffectiveCaps}}' "$LAB_PREFIX$LAB_STORAGE_NODE" | grep -q CAP_DAC_READ_SEARCH \
+    || { echo "$LAB_PREFIX$LAB_STORAGE_NODE lacks CAP_DAC_READ_SEARCH (nfs-ganesha needs it)"; return; }
   for c in $(podman ps -a --filter "label=$LAB_LABEL" --format '{{.Names}}'); do
     [[ " ${LAB_NODES[*]/#/$LAB_PREFIX} " == *" $c "* ]] || { echo "$c is not part of the lab any more"; return; }
   done
@@ -39,14 +43,20 @@ create() {
   bash "$here/down.sh"
   lab_step "network $LAB_NETWORK"
   podman network create --label "$LAB_LABEL" "$LAB_NETWORK" >/dev/null
-  local n
+  lab_step "volume $LAB_SHARED_VOLUME (the shared storage, at $LAB_SHARED_PATH on every node)"
+  podman volume create --label "$LAB_LABEL" "$LAB_SHARED_VOLUME" >/dev/null
+  local n extra
   for n in "${LAB_NODES[@]}"; do
     lab_step "starting $LAB_PREFIX$n"
+    # nfs-ganesha's VFS backend opens files by handle: it needs DAC_READ_SEARCH.
+    extra=()
+    [ "$n" = "$LAB_STORAGE_NODE" ] && extra=(--cap-add DAC_READ_SEARCH)
     # No --privileged: systemd runs in podman's systemd mode; setrlimit is refused on
     # this host, hence --ulimit host. The alias lets the other nodes resolve NODE.
     podman run -d --name "$LAB_PREFIX$n" --hostname "$n" --label "$LAB_LABEL" \
       --network "$LAB_NETWORK" --network-alias "$n" --systemd always --ulimit host \
       --volume "$LAB_APT_CACHE:/var/cache/gpulab/debs" \
+      --volume "$LAB_SHARED_VOLUME:$LAB_SHARED_PATH" "${extra[@]}" \
       "$LAB_IMAGE" >/dev/null
   done
 }

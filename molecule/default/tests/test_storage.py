@@ -1,0 +1,92 @@
+"""Shared storage: exported to the cluster only, root squashed, the same bytes over NFS.
+
+The lab's kernel has no NFS client: its nodes see the share as the volume nfs-ganesha
+exports, attached at the mount point. These tests prove over the NFS protocol (libnfs,
+user space) that the export and each node's mount point are the same storage.
+"""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+
+from testinfra.host import Host
+
+from conftest import Cluster
+
+
+def storage(cluster: Cluster) -> str:
+    return cluster.groups["storage"][0]
+
+
+def export_url(cluster: Cluster) -> str:
+    return f"nfs://{storage(cluster)}{cluster.var('nfs_server_export_path', '/srv/gpulab')}"
+
+
+def address(host: Host) -> str:
+    return host.check_output("hostname -I").split()[0]
+
+
+def test_export_lists_only_the_cluster(cluster: Cluster) -> None:
+    conf = (
+        cluster.node(storage(cluster)).file("/etc/ganesha/ganesha.conf").content_string
+    )
+    client_block = conf.split("CLIENT", 1)[1]
+    listed = client_block.split("Clients =", 1)[1].split(";", 1)[0]
+    clients = {c.strip() for c in listed.split(",")}
+    nodes = cluster.groups["controller"] + cluster.workers
+    assert clients == {address(cluster.node(h)) for h in nodes}
+    assert "Squash = root_squash;" in conf
+
+
+def test_a_host_outside_the_cluster_is_refused(cluster: Cluster) -> None:
+    # This machine reaches the lab's network but is not among the export's clients.
+    ip = address(cluster.node(storage(cluster)))
+    export = cluster.var("nfs_server_export_path", "/srv/gpulab")
+    result = subprocess.run(
+        ["nfs-ls", f"nfs://{ip}{export}"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "MNT3ERR_ACCES" in result.stderr + result.stdout
+
+
+def test_root_on_a_client_is_squashed(cluster: Cluster, worker: str) -> None:
+    node, server = cluster.node(worker), cluster.node(storage(cluster))
+    name = f"jobs/root-squash-{worker}-{secrets.token_hex(4)}"
+    node.check_output(
+        "echo squash > /tmp/root-squash && nfs-cp /tmp/root-squash %s/%s",
+        export_url(cluster),
+        name,
+    )
+    path = f"{cluster.var('nfs_server_export_path', '/srv/gpulab')}/{name}"
+    try:
+        assert server.file(path).uid != 0
+    finally:
+        server.run("rm -f %s", path)
+
+
+def test_mount_point_serves_the_same_bytes_over_nfs(cluster: Cluster) -> None:
+    mount = cluster.var("nfs_client_mount_point", "/srv/gpulab")
+    for name in cluster.groups["controller"] + cluster.workers:
+        node = cluster.node(name)
+        token = secrets.token_hex(16)
+        relative = f"jobs/probe-{name}-{token[:8]}"
+        node.check_output("printf %s > %s/%s", token, mount, relative)
+        try:
+            over_nfs = node.check_output("nfs-cat %s/%s", export_url(cluster), relative)
+            assert over_nfs == token, (
+                f"{name}: {mount} and {export_url(cluster)} differ"
+            )
+        finally:
+            node.run("rm -f %s/%s", mount, relative)
+
+
+def test_shared_directories_are_safe(cluster: Cluster) -> None:
+    server = cluster.node(storage(cluster))
+    root = cluster.var("nfs_server_export_path", "/srv/gpulab")
+    assert server.file(f"{root}/jobs").mode == 0o1777
+    assert server.file(f"{root}/wheels").mode == 0o755
