@@ -61,6 +61,17 @@ def test_nan_propagates_like_numpy(kernels: Kernels, op: str, position: int) -> 
     assert np.isnan(kernels.run(op, **arguments))
 
 
+@pytest.mark.parametrize("nan_bits", [0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFFFFFFF])
+@pytest.mark.parametrize("op", ["min", "max"])
+@pytest.mark.parametrize("sign", [-1.0, 1.0])
+def test_any_nan_wins_min_and_max(kernels: Kernels, op: str, sign: float, nan_bits: int) -> None:
+    """Either sign bit, quiet or signalling, beside infinities of one-signed data."""
+    x = sign * np.linspace(1.0, 2.0, 70001, dtype=np.float32)
+    x[500] = sign * np.inf
+    x[69999:70000] = np.array([nan_bits], dtype=np.uint32).view(np.float32)
+    assert np.isnan(kernels.run(op, x=x))
+
+
 def test_infinities(kernels: Kernels) -> None:
     x = np.zeros(1025, dtype=np.float32)
     x[100] = np.inf

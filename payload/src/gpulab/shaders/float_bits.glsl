@@ -1,11 +1,21 @@
 // NaN and infinity by their bits: compilers may fold isnan() away under fast-math.
 
-bool is_nan(float v) {
-    return (floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u;
+// The bits without the sign: above infinity's (0x7f800000) exactly for NaN, so the largest
+// of them over many values tells whether any was NaN (one AND and one max per value).
+uvec4 magnitude_bits(vec4 v) {
+    return floatBitsToUint(v) & 0x7fffffffu;
 }
 
-bool any_nan(vec4 v) {
-    return any(greaterThan(floatBitsToUint(v) & 0x7fffffffu, uvec4(0x7f800000u)));
+uint magnitude_bits(float v) {
+    return floatBitsToUint(v) & 0x7fffffffu;
+}
+
+bool is_nan_magnitude(uint magnitude) {
+    return magnitude > 0x7f800000u;
+}
+
+bool is_nan(float v) {
+    return is_nan_magnitude(magnitude_bits(v));
 }
 
 float quiet_nan() {

@@ -37,7 +37,7 @@ float identity() {
     return OP == OP_MIN ? infinity() : (OP == OP_MAX ? -infinity() : 0.0);
 }
 
-// NaN-oblivious, for the per-invocation accumulators (NaN is tracked separately there).
+// NaN-oblivious, for the per-invocation accumulators (min/max track NaN by magnitude_bits).
 vec4 accumulate(vec4 acc, vec4 v) {
     return OP == OP_MIN ? min(acc, v) : (OP == OP_MAX ? max(acc, v) : acc + v);
 }
@@ -57,12 +57,20 @@ float combine(float a, float b) {
 }
 
 #if USE_SUBGROUP
+// An int that orders like the float (-0 just below +0); the mapping is its own inverse.
+int order_key(int bits) {
+    return bits >= 0 ? bits : bits ^ 0x7fffffff;
+}
+
 float subgroup_combine(float v) {
     if (EXTREME) {
-        // Subgroup min/max are undefined for NaN: reduce a NaN flag beside the value.
-        bool nan_seen = subgroupMax(is_nan(v) ? 1.0 : 0.0) > 0.0;
-        float extreme = OP == OP_MIN ? subgroupMin(v) : subgroupMax(v);
-        return nan_seen ? quiet_nan() : extreme;
+        // Subgroup min/max are undefined for NaN: reduce integer keys instead, NaN given the
+        // key that wins (its inverse is a NaN). One integer subgroup op carries both the
+        // extreme and the NaN (a single instruction on many GPUs; float ones take shuffles).
+        int nan_key = OP == OP_MIN ? int(0x80000000u) : 0x7fffffff;
+        int key = is_nan(v) ? nan_key : order_key(floatBitsToInt(v));
+        int extreme = OP == OP_MIN ? subgroupMin(key) : subgroupMax(key);
+        return intBitsToFloat(order_key(extreme));
     }
     return subgroupAdd(v);
 }
@@ -95,7 +103,7 @@ void main() {
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     vec4 acc0 = vec4(identity());
     vec4 acc1 = acc0;
-    bool nan_seen = false;
+    uvec4 magnitude = uvec4(0u);  // min/max: the largest sign-less bits (NaN above infinity's)
     uint first_scalar = 0;
     if (vec4_ok != 0) {
         uint n4 = n / 4;
@@ -106,7 +114,9 @@ void main() {
             vec4 t2 = term4(i + 2 * stride);
             vec4 t3 = term4(i + 3 * stride);
             if (EXTREME) {
-                nan_seen = nan_seen || any_nan(t0) || any_nan(t1) || any_nan(t2) || any_nan(t3);
+                uvec4 m01 = max(magnitude_bits(t0), magnitude_bits(t1));
+                uvec4 m23 = max(magnitude_bits(t2), magnitude_bits(t3));
+                magnitude = max(magnitude, max(m01, m23));
             }
             acc0 = accumulate(accumulate(acc0, t0), t1);
             acc1 = accumulate(accumulate(acc1, t2), t3);
@@ -114,7 +124,7 @@ void main() {
         for (; i < n4; i += stride) {
             vec4 t = term4(i);
             if (EXTREME) {
-                nan_seen = nan_seen || any_nan(t);
+                magnitude = max(magnitude, magnitude_bits(t));
             }
             acc0 = accumulate(acc0, t);
         }
@@ -123,13 +133,14 @@ void main() {
     for (uint i = first_scalar + gid; i < n; i += stride) {
         float t = term(i);
         if (EXTREME) {
-            nan_seen = nan_seen || is_nan(t);
+            magnitude.x = max(magnitude.x, magnitude_bits(t));
         }
         acc0.x = accumulate(acc0.x, t);
     }
     acc0 = accumulate(acc0, acc1);
     float value = accumulate(accumulate(acc0.x, acc0.y), accumulate(acc0.z, acc0.w));
-    if (nan_seen) {
+    uint largest = max(max(magnitude.x, magnitude.y), max(magnitude.z, magnitude.w));
+    if (EXTREME && is_nan_magnitude(largest)) {
         value = quiet_nan();
     }
     float total = group_reduce(value);
