@@ -2,40 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from gpulab.vk import Device, Instance, live_handles, shared_instance
+from gpulab.vk import Instance, shared_instance
 
+from tests.vulkan_fixtures import device, no_leaked_handles, process_instance
 
-@pytest.fixture(scope="session", autouse=True)
-def process_instance() -> Instance:
-    """The process-wide instance, made before the first test so that it is in every baseline."""
-    created = shared_instance()
-    created.physical_devices()
-    return created
-
-
-@pytest.fixture(autouse=True)
-def no_leaked_handles(process_instance: Instance) -> Iterator[None]:
-    """Every Vulkan object a test creates is gone when it ends.
-
-    The baseline is the shared instance and its physical devices (alive for the whole process).
-    Compared with the count at the start, so that one failing test (whose traceback keeps its
-    objects alive) is reported once instead of failing every test after it.
-    """
-    before = live_handles()
-    assert set(before) <= {"Instance", "PhysicalDevice"}
-    yield
-    assert live_handles() == before
+__all__ = ["device", "instance", "no_leaked_handles", "process_instance"]
 
 
 @pytest.fixture
 def instance() -> Instance:
     return shared_instance()
-
-
-@pytest.fixture
-def device(instance: Instance) -> Iterator[Device]:
-    with Device(instance.physical_device(0)) as created:
-        yield created
