@@ -9,7 +9,6 @@ import numpy as np
 import numpy.typing as npt
 
 from gpulab.vk import (
-    Buffer,
     CommandPool,
     ComputePipeline,
     DescriptorPool,
@@ -17,14 +16,13 @@ from gpulab.vk import (
     DescriptorSetLayout,
     Device,
     DeviceInfo,
-    DeviceMemory,
     Fence,
     Instance,
     PipelineLayout,
     ShaderModule,
     pack_push_constants,
 )
-from gpulab.vk.buffer import STORAGE
+from gpulab.vk.buffer import STORAGE, buffer_with_memory
 from gpulab.vk.instance import shared_instance
 from gpulab.vk.memory import DEVICE_LOCAL, HOST_CACHED, HOST_COHERENT, HOST_VISIBLE
 
@@ -38,18 +36,12 @@ class _HostBuffer:
     """A storage buffer in host-visible memory, with a persistent float32 view of it."""
 
     def __init__(self, device: Device, elements: int, preferred: int) -> None:
-        buffer = Buffer(device, 4 * elements, STORAGE)
-        memory: DeviceMemory | None = None
+        buffer, memory = buffer_with_memory(device, 4 * elements, STORAGE, _MAPPABLE, preferred)
         try:
-            memory = DeviceMemory(
-                device, buffer.required_size, buffer.memory_type_bits, _MAPPABLE, preferred
-            )
-            buffer.bind(memory)
             view = memory.view(np.float32, elements)
         except BaseException:
-            if memory is not None:
-                memory.close()
             buffer.close()
+            memory.close()
             raise
         self.buffer = buffer
         self.memory = memory

@@ -9,8 +9,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from gpulab.vk import Buffer, Device, DeviceMemory
-from gpulab.vk.buffer import STORAGE, TRANSFER_DST, TRANSFER_SRC
+from gpulab.vk import Buffer, Device
+from gpulab.vk.buffer import STORAGE, TRANSFER_DST, TRANSFER_SRC, buffer_with_memory
 from gpulab.vk.memory import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE
 
 FLOAT_BYTES = 4
@@ -77,19 +77,10 @@ class OwnedArray:
 
     def __init__(self, device: Device, shape: tuple[int, ...], *, mappable: bool = True) -> None:
         size = math.prod(shape)
-        buffer = Buffer(device, FLOAT_BYTES * max(size, 1), _USAGE)
-        memory: DeviceMemory | None = None
         required = HOST_VISIBLE | HOST_COHERENT if mappable else DEVICE_LOCAL
-        try:
-            memory = DeviceMemory(
-                device, buffer.required_size, buffer.memory_type_bits, required, DEVICE_LOCAL
-            )
-            buffer.bind(memory)
-        except BaseException:
-            if memory is not None:
-                memory.close()
-            buffer.close()
-            raise
+        buffer, memory = buffer_with_memory(
+            device, FLOAT_BYTES * max(size, 1), _USAGE, required, DEVICE_LOCAL
+        )
         self.buffer = buffer
         self.memory = memory
         self.array = DeviceArray(buffer, tuple(shape))

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 from gpulab.vk._binding import vk
 from gpulab.vk._handle import VkObject
+from gpulab.vk.memory import DeviceMemory
 
 if TYPE_CHECKING:
     from gpulab.vk.device import Device
-    from gpulab.vk.memory import DeviceMemory
 
 STORAGE = 0x20  # VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
 TRANSFER_SRC = 0x01
@@ -48,3 +48,25 @@ class Buffer(VkObject):
             )
         vk.vkBindBufferMemory(self.device.raw, self.raw, memory.raw, offset)
         self.memory = memory
+
+
+def buffer_with_memory(
+    device: Device, size: int, usage: int, required: int, preferred: int = 0
+) -> tuple[Buffer, DeviceMemory]:
+    """A buffer bound to memory of its own (chosen by `required`/`preferred` flags).
+
+    If the allocation or the binding fails, the buffer is closed too: nothing is left half-made.
+    """
+    buffer = Buffer(device, size, usage)
+    memory: DeviceMemory | None = None
+    try:
+        memory = DeviceMemory(
+            device, buffer.required_size, buffer.memory_type_bits, required, preferred
+        )
+        buffer.bind(memory)
+    except BaseException:
+        if memory is not None:
+            memory.close()
+        buffer.close()
+        raise
+    return buffer, memory
