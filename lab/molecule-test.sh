@@ -1,41 +1,57 @@
 #!/usr/bin/env bash
-# Runs `molecule test` for the full-cluster scenario (molecule/default) and prints its
-# timings at the end: the cold converge, the idempotent converge and the round trip of a
-# one-line Slurm job. Extra arguments go to molecule (e.g. -- -vvv).
+# Runs `molecule test` for one scenario (default: molecule/default, the full cluster) and
+# prints its timings at the end: the cold converge, the idempotent converge and the round
+# trip of a one-line Slurm job. Extra arguments go to molecule (e.g. -- -vvv).
+# Usage: lab/molecule-test.sh [--scenario NAME] [MOLECULE ARGS...]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 . lab/lib.sh
 
+scenario=default
+if [ "${1:-}" = --scenario ]; then
+  scenario=${2:?--scenario needs a name}
+  shift 2
+fi
+scenario_file=molecule/$scenario/molecule.yml
+[ -f "$scenario_file" ] || { echo "molecule-test.sh: no scenario '$scenario' ($scenario_file is missing)" >&2; exit 2; }
+
 state=$root/lab/.state
 mkdir -p "$state" "$LAB_APT_CACHE"
-export GPULAB_TIMINGS_FILE=$state/molecule-timings
+export GPULAB_TIMINGS_FILE=$state/molecule-timings-$scenario
 rm -f "$GPULAB_TIMINGS_FILE"
 
 start=$SECONDS
 # molecule's own destroy removes only the platforms molecule.yml names now: containers
 # left on the scenario's network by an older scenario or a killed run would keep the
 # network in use. Remove them and the network first.
-network=gpulab-molecule  # = platforms[].network in molecule/default/molecule.yml
-leftovers=$(podman ps -a --filter "network=$network" --format '{{.Names}}')
-if [ -n "$leftovers" ]; then
-  echo "==> removing containers left on $network:" $leftovers
-  podman rm -f -t 5 $leftovers >/dev/null
-fi
-podman network exists "$network" && podman network rm -f "$network" >/dev/null
-volume=gpulab-molecule-shared  # = the shared storage volume in molecule/default/molecule.yml
-podman volume rm -f "$volume" >/dev/null 2>&1
-# The lab scripts, inventory and scenario must describe the same cluster (1 s).
-pytest -q -p no:cacheprovider tests/lab && molecule test "$@"
+# The scenario's networks and named volumes, from its platforms.
+read -r -a networks <<<"$(python3 lab/scenario_names.py networks "$scenario_file")"
+read -r -a volumes <<<"$(python3 lab/scenario_names.py volumes "$scenario_file")"
+for network in "${networks[@]}"; do
+  leftovers=$(podman ps -a --filter "network=$network" --format '{{.Names}}')
+  if [ -n "$leftovers" ]; then
+    echo "==> removing containers left on $network:" $leftovers
+    podman rm -f -t 5 $leftovers >/dev/null
+  fi
+  if podman network exists "$network"; then podman network rm -f "$network" >/dev/null; fi
+done
+remove_volumes() {
+  local volume
+  for volume in "${volumes[@]}"; do podman volume rm -f "$volume" >/dev/null 2>&1; done
+}
+remove_volumes
+# The lab scripts, inventory and scenarios must describe the same cluster (1 s).
+pytest -q -p no:cacheprovider tests/lab && molecule test --scenario-name "$scenario" "$@"
 rc=$?
 total=$((SECONDS - start))
-podman volume rm -f "$volume" >/dev/null 2>&1
+remove_volumes
 
 # One JSON line per record: {"playbook": ..., "seconds": ...} from the callback
 # (molecule/default/plugins/callback), {"job_round_trip": ...} from the verify tests.
-python3 - "$GPULAB_TIMINGS_FILE" "$total" "$rc" <<'PY'
+python3 - "$GPULAB_TIMINGS_FILE" "$total" "$rc" "$scenario" <<'PY'
 import json, sys
-path, total, rc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, total, rc, scenario = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 records = []
 try:
     with open(path, encoding="utf-8") as f:
@@ -47,7 +63,7 @@ trips = [r["job_round_trip"] for r in records if "job_round_trip" in r]
 def fmt(values, i, digits=1):
     return f"{values[i]:.{digits}f} s" if len(values) > i else "not measured"
 print("=" * 64)
-print(f"molecule test: {'PASSED' if rc == 0 else f'FAILED (exit {rc})'} in {total} s")
+print(f"molecule test ({scenario}): {'PASSED' if rc == 0 else f'FAILED (exit {rc})'} in {total} s")
 print(f"  cold converge                 {fmt(converges, 0)}")
 print(f"  idempotent converge           {fmt(converges, 1)}")
 print(f"  one-line Slurm job round trip {fmt(trips, 0, digits=3)}")

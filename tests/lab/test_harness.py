@@ -24,12 +24,16 @@ def _platforms() -> list[dict[str, Any]]:
     return platforms
 
 
-def _wrapper_network() -> str:
-    """The network lab/molecule-test.sh cleans up before a run."""
-    for line in (ROOT / "lab/molecule-test.sh").read_text().splitlines():
-        if line.startswith("network="):
-            return line.split("=", 1)[1].split()[0]
-    raise AssertionError("lab/molecule-test.sh names no network")
+def _scenario_names(kind: str, scenario: str = "default") -> list[str]:
+    """The networks or volumes lab/molecule-test.sh cleans up before a run of SCENARIO."""
+    out = subprocess.run(
+        ["python3", "lab/scenario_names.py", kind, f"molecule/{scenario}/molecule.yml"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return out.split()
 
 
 def _lab_nodes() -> list[str]:
@@ -60,7 +64,7 @@ def test_molecule_platforms_mirror_the_lab_inventory() -> None:
     for platform in _platforms():
         assert platform["hostname"] == platform["name"]  # the Slurm NodeName
         assert platform["ulimits"] == ["host"]
-        assert platform["network"] == _wrapper_network()
+        assert [platform["network"]] == _scenario_names("networks")
         for group in platform["groups"]:
             groups.setdefault(group, set()).add(platform["name"])
     assert groups == _inventory_groups()
@@ -78,3 +82,35 @@ def test_build_image_rejects_unknown_arguments() -> None:
     assert run.stderr.strip().splitlines() == [
         "build-image.sh: unknown argument '--colour' (use --suite SUITE, --arch ARCH)"
     ]
+
+
+def test_molecule_wrapper_cleans_the_default_scenario_network_and_volume() -> None:
+    assert _scenario_names("networks") == ["gpulab-molecule"]
+    assert _scenario_names("volumes") == ["gpulab-molecule-shared"]
+
+
+def test_every_scenario_has_its_own_network_volume_and_containers() -> None:
+    """Scenarios can run side by side only when they share no podman names."""
+    seen: dict[str, str] = {}
+    for scenario_file in sorted((ROOT / "molecule").glob("*/molecule.yml")):
+        scenario = scenario_file.parent.name
+        platforms = yaml.safe_load(scenario_file.read_text())["platforms"]
+        names = [p["name"] for p in platforms]
+        names += _scenario_names("networks", scenario) + _scenario_names("volumes", scenario)
+        for name in names:
+            assert name not in seen, f"{name} is used by {seen.get(name)} and {scenario}"
+            seen[name] = scenario
+
+
+def test_molecule_wrapper_rejects_an_unknown_scenario() -> None:
+    run = subprocess.run(
+        ["bash", "lab/molecule-test.sh", "--scenario", "nope"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 2
+    assert run.stderr.strip() == (
+        "molecule-test.sh: no scenario 'nope' (molecule/nope/molecule.yml is missing)"
+    )
