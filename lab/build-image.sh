@@ -2,7 +2,8 @@
 # Builds the lab's base image: a minimal Debian rootfs that boots systemd in an
 # unprivileged podman container, imported as localhost/gpulab-SUITE-ARCH:RECIPE_HASH and
 # tagged :latest. Skipped when an image with the current recipe hash already exists.
-# Usage: lab/build-image.sh [--suite bookworm] [--arch amd64]
+# Usage: lab/build-image.sh [--suite bookworm] [--arch amd64|arm64] (arm64 on an amd64 host
+# runs under qemu-user: qemu-user-static, binfmt-support, update-binfmts --enable qemu-aarch64)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -12,7 +13,7 @@ while (($#)); do
   case "$1" in
     --suite) suite=${2:?--suite needs a value}; shift 2 ;;
     --arch) arch=${2:?--arch needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-image.sh: unknown argument '$1' (use --suite SUITE, --arch ARCH)" >&2; exit 2 ;;
   esac
 done
@@ -58,9 +59,19 @@ fi
 command -v debootstrap >/dev/null || die "debootstrap is not installed (run scripts/setup.sh)"
 [ -e "/usr/share/debootstrap/scripts/$suite" ] || die "debootstrap does not know suite '$suite'"
 if [ "$arch" != "$(dpkg --print-architecture)" ]; then
+  # debootstrap runs the foreign rootfs's binaries in a chroot, and podman runs them in
+  # containers: both need qemu-user registered with binfmt_misc, with the F flag (the kernel
+  # opens the interpreter at registration, so it need not exist inside the rootfs).
   qemu_arch=$(case "$arch" in arm64) echo aarch64 ;; armhf) echo arm ;; *) echo "$arch" ;; esac)
-  [ -e "/proc/sys/fs/binfmt_misc/qemu-$qemu_arch" ] \
-    || die "cannot run $arch binaries: install qemu-user-static binfmt-support and run update-binfmts --enable qemu-$qemu_arch"
+  binfmt=/proc/sys/fs/binfmt_misc/qemu-$qemu_arch
+  command -v "qemu-$qemu_arch-static" >/dev/null \
+    || die "cannot run $arch binaries: qemu-$qemu_arch-static is missing (apt-get install qemu-user-static binfmt-support)"
+  [ -e "$binfmt" ] \
+    || die "cannot run $arch binaries: qemu-$qemu_arch is not registered with binfmt_misc (run: update-binfmts --enable qemu-$qemu_arch)"
+  grep -qx enabled "$binfmt" \
+    || die "cannot run $arch binaries: binfmt_misc's qemu-$qemu_arch is disabled (run: update-binfmts --enable qemu-$qemu_arch)"
+  grep -q '^flags:.*F' "$binfmt" \
+    || die "cannot run $arch binaries in a chroot: binfmt_misc's qemu-$qemu_arch lacks the F (fix-binary) flag (use Debian's qemu-user-static)"
 fi
 
 start=$SECONDS
@@ -119,6 +130,7 @@ tar -C "$rootfs" --numeric-owner --xattrs -c . | podman import --quiet \
   --change 'ENV container=podman' \
   --change 'STOPSIGNAL SIGRTMIN+3' \
   --change "LABEL gpulab.recipe=$recipe_hash gpulab.suite=$suite gpulab.arch=$arch" \
+  --arch "$arch" \
   - "$image" >/dev/null
 podman tag "$image" "$repo:latest"
 
