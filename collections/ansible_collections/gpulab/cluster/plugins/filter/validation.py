@@ -24,12 +24,23 @@ options:
     description: The worker the job was meant to run on.
     type: str
     required: true
+  reference:
+    description:
+      - Another worker's parsed node.json (an x86_64 worker's, to judge an arm64 worker). Each
+        example graph's outputs must then agree with that worker's within 1e-3 of the output's
+        magnitude. Ignored when it is this worker's own.
+    type: dict
+    required: false
 """
 
 EXAMPLES = r"""
 - name: Judge a worker's results
   ansible.builtin.debug:
     msg: "{{ node_json | gpulab.cluster.validation_summary('worker1') }}"
+
+- name: Judge an arm64 worker's results, its graph outputs against worker1's
+  ansible.builtin.debug:
+    msg: "{{ arm_json | gpulab.cluster.validation_summary('arm1', worker1_json) }}"
 """
 
 RETURN = r"""
@@ -50,8 +61,89 @@ def _failed_step(step: dict[str, Any]) -> str:
     return f"exit {step.get('rc')}: {tail}" if tail else f"exit {step.get('rc')}"
 
 
-def validation_summary(result: dict[str, Any], node: str) -> dict[str, Any]:
-    """The table row of one worker and each of its checks."""
+def _judge_selftest(
+    checks: list[dict[str, Any]], errors: list[float], step: dict[str, Any], label: str
+) -> dict[str, Any]:
+    report: dict[str, Any] = step.get("result") or {}
+    for item in report.get("checks", []):
+        errors.append(float(item.get("max_rel_err") or 0.0))
+        _check(
+            checks,
+            f"{label} {item.get('op')} n={item.get('n')}",
+            item.get("ok"),
+            f"max_rel_err {item.get('max_rel_err')}",
+        )
+    _check(
+        checks,
+        label,
+        step.get("rc") == 0 and report.get("ok") is True,
+        "ok" if report.get("ok") else _failed_step(step),
+    )
+    return report
+
+
+# Two workers' float32 results differ in rounding (vector widths, reduction order): an
+# output agrees when each number is within this fraction of the output's magnitude.
+AGREEMENT_RTOL = 1e-3
+
+
+def _numbers(output: dict[str, Any]) -> tuple[list[float], float]:
+    """An output's comparable numbers (value, or summary then data) and its magnitude."""
+    if "value" in output:
+        value = float(output["value"])
+        return [value], abs(value)
+    summary = output.get("summary") or {}
+    numbers = [float(summary[k]) for k in ("sum", "min", "max", "l2") if k in summary]
+    data = output.get("data")
+    while isinstance(data, list) and data and isinstance(data[0], list):
+        data = [x for row in data for x in row]
+    numbers += [float(x) for x in data or []]
+    scale = max([abs(float(summary.get(k, 0.0))) for k in ("min", "max", "l2")], default=0.0)
+    return numbers, scale
+
+
+def _output_mismatch(mine: dict[str, Any], theirs: dict[str, Any]) -> str | None:
+    """Why two results of one output disagree, or None when they agree."""
+    a, scale_a = _numbers(mine)
+    b, scale_b = _numbers(theirs)
+    if len(a) != len(b) or mine.get("shape") != theirs.get("shape"):
+        return f"shape {mine.get('shape')} vs {theirs.get('shape')}"
+    scale = max(scale_a, scale_b, 1e-6)  # a floor: outputs near zero compare absolutely
+    worst = max((abs(x - y) / scale for x, y in zip(a, b, strict=True)), default=0.0)
+    return None if worst <= AGREEMENT_RTOL else f"differs by {worst:.3g} of its magnitude"
+
+
+def _judge_agreement(
+    checks: list[dict[str, Any]], steps: dict[str, Any], reference: dict[str, Any]
+) -> None:
+    """Each example graph's outputs against the reference worker's."""
+    other = f"{reference.get('node')} ({reference.get('arch', '?')})"
+    theirs_steps: dict[str, Any] = reference.get("steps", {})
+    for name in sorted(s for s in steps if s.startswith("run-")):
+        mine = (steps[name].get("result") or {}).get("outputs") or {}
+        theirs = (theirs_steps.get(name, {}).get("result") or {}).get("outputs") or {}
+        if not mine or not theirs:
+            ok, detail = False, f"no outputs to compare ({'theirs' if mine else 'ours'} missing)"
+        else:
+            problems = [
+                f"{out}: {why}"
+                for out in sorted(set(mine) | set(theirs))
+                if (why := _output_mismatch(mine.get(out, {}), theirs.get(out, {}))) is not None
+            ]
+            ok = not problems
+            detail = (
+                f"{len(mine)} output(s) within {AGREEMENT_RTOL:g} of {other}'s"
+                if ok
+                else "; ".join(problems)
+            )
+        _check(checks, f"{name[4:]} same as {other}", ok, detail)
+
+
+def validation_summary(
+    result: dict[str, Any], node: str, reference: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The table row of one worker and each of its checks; with another worker's results as
+    reference, also whether every example graph's outputs agree with that worker's."""
     steps: dict[str, Any] = result.get("steps", {})
     checks: list[dict[str, Any]] = []
     errors: list[float] = []
@@ -66,22 +158,10 @@ def validation_summary(result: dict[str, Any], node: str) -> dict[str, Any]:
         f"{len(listed)} Vulkan device(s)" if devices.get("rc") == 0 else _failed_step(devices),
     )
 
-    selftest = steps.get("selftest", {})
-    report = selftest.get("result") or {}
-    for item in report.get("checks", []):
-        errors.append(float(item.get("max_rel_err") or 0.0))
-        _check(
-            checks,
-            f"selftest {item.get('op')} n={item.get('n')}",
-            item.get("ok"),
-            f"max_rel_err {item.get('max_rel_err')}",
-        )
-    _check(
-        checks,
-        "selftest",
-        selftest.get("rc") == 0 and report.get("ok") is True,
-        "ok" if report.get("ok") else _failed_step(selftest),
-    )
+    # The default backend's selftest (Vulkan where a device exists), then the native one's.
+    report = _judge_selftest(checks, errors, steps.get("selftest", {}), "selftest")
+    if "selftest-native" in steps:
+        _judge_selftest(checks, errors, steps["selftest-native"], "selftest native")
 
     for name in sorted(s for s in steps if s.startswith("run-")):
         run = steps[name]
@@ -94,6 +174,9 @@ def validation_summary(result: dict[str, Any], node: str) -> dict[str, Any]:
             run.get("rc") == 0 and compare.get("ok") is True,
             f"max_rel_err {worst:.3g}" if run.get("rc") == 0 else _failed_step(run),
         )
+
+    if reference is not None and reference.get("node") != result.get("node"):
+        _judge_agreement(checks, steps, reference)
 
     bench = steps.get("bench", {})
     rows = [r for r in bench.get("result") or [] if r.get("op") == "saxpy"]
