@@ -17,6 +17,7 @@ def test_public_names_are_pinned() -> None:
         "MemoryManager",
         "OffsetAllocator",
         "OutOfMemoryError",
+        "PinnedArray",
         "Stager",
         "block_size_for",
         "size_class",

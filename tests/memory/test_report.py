@@ -34,6 +34,9 @@ def test_the_pattern_reuses_pooled_buffers_and_frees_everything(device: Device) 
     assert live["pool"]["hit_rate"] == 0.75  # passes 2 to 4 reuse the first pass's buffers
     assert after["in_use_bytes"] == 0 and after["allocation_count"] == 0
     assert after["peak_in_use_bytes"] >= live["in_use_bytes"]
+    assert live["transfers"]["pinned_arrays"] == 1
+    assert live["transfers"]["transfers"]["upload"]["pinned"] == 4  # one per pass
+    assert live["transfers"]["transfers"]["download"]["pinned"] == 4
 
 
 def test_gpulab_memory_json() -> None:

@@ -10,6 +10,7 @@ from gpulab.memory.errors import AllocationFreedError, OutOfMemoryError
 from gpulab.memory.manager import DEFAULT_USAGE, Allocation, MemoryManager
 from gpulab.memory.memory_types import KINDS
 from gpulab.memory.offsets import FirstFitAllocator, OffsetAllocator
+from gpulab.memory.pinned import PinnedArray
 from gpulab.memory.pool import BufferPool, size_class
 from gpulab.memory.staging import Stager
 
@@ -24,6 +25,7 @@ __all__ = [
     "MemoryManager",
     "OffsetAllocator",
     "OutOfMemoryError",
+    "PinnedArray",
     "Stager",
     "block_size_for",
     "size_class",

@@ -13,6 +13,13 @@ against the copy engine measured in the same run.
   Stager.download into a preallocated array, timed end to end on the host (best of
   `--repeat` after a warm-up), for the "device" kind and, where the device has
   device-local host-visible memory, for "device_mapped".
+- paths (bench "path"): the same transfers of a "device" buffer by each way the Stager
+  has: "pageable" (a numpy array through the staging ring, the default), "pinned" (an array
+  from Stager.pinned_empty: one device copy, no host copy), "imported" (the numpy array's
+  pages imported per transfer with VK_EXT_external_memory_host, the import included), and
+  with --sweep the ring's threads x chunk size x upload memory (write-combined or cached).
+- host copy: numpy copies between a pageable array and mapped memory of each kind, split
+  over 1..16 threads: the ceiling of the pageable path.
 GB/s are 10^9 bytes moved one way per second. A benchmark, not a test: it asserts only that
 the bytes arrived.
 """
@@ -22,6 +29,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -29,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from gpulab.memory.host_import import HostImporter
 from gpulab.memory.manager import MemoryManager
 from gpulab.memory.memory_types import candidate_types
 from gpulab.memory.pool import BufferPool
@@ -113,16 +122,19 @@ def bench_alloc(device: Device, nbytes: int, count: int) -> dict[str, Any]:
 def copy_engine_gbps(
     device: Device, manager: MemoryManager, target: Any, nbytes: int, repeat: int
 ) -> dict[str, float]:
-    """GPU-timed vkCmdCopyBuffer rates: host-visible -> target, target -> HOST_CACHED."""
+    """GPU-timed vkCmdCopyBuffer rates: upload memory -> target ("h2d"), HOST_CACHED ->
+    target ("h2d_cached"), target -> HOST_CACHED ("d2h")."""
     chunk = min(nbytes, COPY_CHUNK)
     upload = manager.allocate(chunk, "upload", label="bench h2d source")
     readback = manager.allocate(chunk, "readback", label="bench d2h target")
     upload.write(np.ones(chunk, dtype=np.uint8))
+    readback.write(np.ones(chunk, dtype=np.uint8))
     rates = {}
     with CommandPool(device) as pool, Fence(device) as fence:
         queries = TimestampQueryPool(device, 2)
         for name, (source, destination, downstream) in {
             "h2d": (upload, target, True),
+            "h2d_cached": (readback, target, True),
             "d2h": (target, readback, False),
         }.items():
             commands = pool.allocate()
@@ -207,11 +219,165 @@ def bench_transfers(
     return rows
 
 
-SWEEP = [
-    {"threads": threads, "chunk_bytes": chunk * MIB}
-    for threads in (1, 4, 8, 16)
+SWEEP: list[dict[str, Any]] = [
+    {"threads": threads, "chunk_bytes": chunk * MIB, "upload_memory": memory}
+    for memory in ("write_combined", "cached")
+    for threads in (8, 16)
     for chunk in (4, 16, 64)
 ]
+
+
+def _path_row(
+    nbytes: int, path: str, upload_s: float, readback_s: float, engine: dict[str, float]
+) -> dict[str, Any]:
+    upload_gbps = nbytes / upload_s / 1e9
+    readback_gbps = nbytes / readback_s / 1e9
+    return {
+        "bench": "path",
+        "bytes": nbytes,
+        "path": path,
+        "upload_gbps": round(upload_gbps, 2),
+        "readback_gbps": round(readback_gbps, 2),
+        "copy_engine_h2d_gbps": engine["h2d"],
+        "copy_engine_h2d_cached_gbps": engine["h2d_cached"],
+        "copy_engine_d2h_gbps": engine["d2h"],
+        "upload_vs_engine": round(upload_gbps / engine["h2d"], 3),
+        "readback_vs_engine": round(readback_gbps / engine["d2h"], 3),
+    }
+
+
+def bench_paths(device: Device, nbytes: int, repeat: int, sweep: bool) -> list[dict[str, Any]]:
+    """Each transfer path of the Stager into and out of one "device" buffer (see the module
+    docstring), against the copy engine measured on that buffer first."""
+    rows: list[dict[str, Any]] = []
+    source = np.arange(nbytes // 4, dtype=np.float32)
+    out = np.zeros_like(source)
+    with MemoryManager(device) as manager:
+        target = manager.allocate(nbytes, "device", label="bench target")
+        engine = copy_engine_gbps(device, manager, target, nbytes, repeat)
+
+        def measure(stager: Stager, up: Any, down: Any) -> tuple[float, float]:
+            up_s = best_s(functools.partial(stager.upload, up, target), repeat)
+            down_s = best_s(functools.partial(stager.download, target, up.shape, out=down), repeat)
+            if not np.array_equal(down, source):
+                raise AssertionError(f"a round trip of {nbytes} bytes changed the data")
+            down[:1] = -1  # the next measurement must write it again
+            return up_s, down_s
+
+        with Stager(manager) as stager:
+            rows.append(_path_row(nbytes, "pageable", *measure(stager, source, out), engine))
+            pinned_in = stager.pinned_empty(source.shape, source.dtype)
+            pinned_out = stager.pinned_empty(source.shape, source.dtype)
+            pinned_in[:] = source
+            rows.append(
+                _path_row(nbytes, "pinned", *measure(stager, pinned_in, pinned_out), engine)
+            )
+            rows[-1]["upload_vs_engine_cached_source"] = round(
+                rows[-1]["upload_gbps"] / engine["h2d_cached"], 3
+            )
+            pinned_in.free()
+            pinned_out.free()
+            del pinned_in, pinned_out
+        with Stager(manager, import_above=0, paths={}) as stager:
+            if HostImporter(device).usable:
+                rows.append(_path_row(nbytes, "imported", *measure(stager, source, out), engine))
+                rows[-1]["counts"] = stager.stats()["transfers"]
+        if sweep:
+            for options in SWEEP:
+                with Stager(manager, **options) as stager:
+                    row = _path_row(nbytes, "pageable", *measure(stager, source, out), engine)
+                    row["stager"] = {**options, "slots": stager.slot_count}
+                    rows.append(row)
+        target.free()
+    return rows
+
+
+def bench_host_copy(device: Device, nbytes: int, repeat: int) -> list[dict[str, Any]]:
+    """GB/s of numpy copies pageable -> mapped memory of each kind and back, by thread count."""
+    rows = []
+    pageable = np.arange(nbytes, dtype=np.uint8)
+    with MemoryManager(device) as manager:
+        for kind in ("upload", "readback"):
+            mapped = manager.allocate(nbytes, kind, label="bench host copy")
+            view = mapped.view(np.uint8, nbytes)
+            for threads in (1, 4, 8, 16):
+                with Stager(manager, threads=threads) as stager:
+                    into = best_s(functools.partial(stager.copy, view, pageable), repeat)
+                    out_of = best_s(functools.partial(stager.copy, pageable, view), repeat)
+                rows.append(
+                    {
+                        "bench": "host_copy",
+                        "bytes": nbytes,
+                        "memory_type": list(mapped.memory_type.properties),
+                        "threads": threads,
+                        "into_mapped_gbps": round(nbytes / into / 1e9, 2),
+                        "out_of_mapped_gbps": round(nbytes / out_of / 1e9, 2),
+                    }
+                )
+            del view
+            mapped.free()
+    return rows
+
+
+def bench_torch(nbytes: int, repeat: int) -> list[dict[str, Any]]:
+    """The same transfers done by torch on CUDA, for reference: a pageable numpy array
+    (torch.from_numpy(...).cuda(), .cpu() into a preallocated array) and pinned tensors
+    (pin_memory(), copy_). Synchronized after each; rows only where torch has CUDA."""
+    try:
+        import torch  # type: ignore[import-not-found]  # noqa: PLC0415 (optional reference)
+    except ImportError:
+        return []
+    if not torch.cuda.is_available():
+        return []
+    source = np.arange(nbytes // 4, dtype=np.float32)
+    out = np.zeros_like(source)
+    on_device = torch.empty(source.size, dtype=torch.float32, device="cuda")
+    pinned_in = torch.from_numpy(source).pin_memory()
+    pinned_out = torch.empty_like(pinned_in).pin_memory()
+    out_tensor = torch.from_numpy(out)
+
+    def timed(copy: Callable[[], object]) -> float:
+        def run() -> None:
+            copy()
+            torch.cuda.synchronize()
+
+        return nbytes / best_s(run, repeat) / 1e9
+
+    rows = []
+    for path, up, down in (
+        (
+            "pageable",
+            lambda: on_device.copy_(torch.from_numpy(source)),
+            lambda: out_tensor.copy_(on_device),
+        ),
+        ("pinned", lambda: on_device.copy_(pinned_in), lambda: pinned_out.copy_(on_device)),
+    ):
+        rows.append(
+            {
+                "bench": "torch",
+                "bytes": nbytes,
+                "path": path,
+                "version": torch.__version__,
+                "upload_gbps": round(timed(up), 2),
+                "readback_gbps": round(timed(down), 2),
+            }
+        )
+    return rows
+
+
+def _host_facts() -> dict[str, str]:
+    """Transparent huge pages and NUMA nodes: what shapes host copy rates."""
+    facts = {}
+    for name, path in {
+        "thp": "/sys/kernel/mm/transparent_hugepage/enabled",
+        "numa_nodes": "/sys/devices/system/node/online",
+    }.items():
+        try:
+            with open(path) as handle:
+                facts[name] = handle.read().strip()
+        except OSError:
+            facts[name] = "unknown"
+    return facts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -221,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--alloc-count", type=int, default=2000)
     parser.add_argument("--sweep", action="store_true", help="also try stager configurations")
+    parser.add_argument("--no-alloc", action="store_true", help="skip the allocation bench")
+    parser.add_argument("--torch", action="store_true", help="also time torch's CUDA copies")
     parser.add_argument("--json", metavar="OUT", help="write every row to this JSON file")
     args = parser.parse_args(argv)
     rows: list[dict[str, Any]] = []
@@ -231,16 +399,30 @@ def main(argv: list[str] | None = None) -> int:
 
     with Device(shared_instance().physical_device(args.device)) as device:
         info = device.info
-        emit({"bench": "device", "name": info.name, "driver": info.driver_info})
-        emit(bench_alloc(device, 1 * MIB, args.alloc_count))
-        emit(bench_alloc(device, 64 * 1024, args.alloc_count))
+        emit(
+            {
+                "bench": "device",
+                "name": info.name,
+                "driver": info.driver_info,
+                "extensions": list(device.extensions),
+                "cpus": os.cpu_count(),
+                **_host_facts(),
+            }
+        )
+        if not args.no_alloc:
+            emit(bench_alloc(device, 1 * MIB, args.alloc_count))
+            emit(bench_alloc(device, 64 * 1024, args.alloc_count))
         for nbytes in args.sizes:
             for row in bench_transfers(device, nbytes, args.repeat, {}, fresh=True):
                 emit(row)
+            for row in bench_paths(device, nbytes, args.repeat, args.sweep):
+                emit(row)
             if args.sweep:
-                for options in SWEEP:
-                    for row in bench_transfers(device, nbytes, args.repeat, options):
-                        emit(row)
+                for row in bench_host_copy(device, nbytes, args.repeat):
+                    emit(row)
+            if args.torch:
+                for row in bench_torch(nbytes, args.repeat):
+                    emit(row)
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(rows, handle, indent=1)

@@ -23,6 +23,7 @@ from gpulab.vk.buffer import STORAGE, TRANSFER_DST, TRANSFER_SRC
 
 if TYPE_CHECKING:
     from gpulab.memory.pool import BufferPool
+    from gpulab.memory.staging import Stager
 
 DEFAULT_USAGE = STORAGE | TRANSFER_SRC | TRANSFER_DST
 
@@ -194,6 +195,7 @@ class MemoryManager:
             clock=clock,
         )
         self.pools: list[BufferPool] = []
+        self.stagers: list[Stager] = []
         self._reservations: set[Reservation] = set()
         self.closed = False
 
@@ -249,6 +251,8 @@ class MemoryManager:
         result["suballocator"] = self.suballocator
         if self.pools:
             result["pool"] = combine_pool_stats([pool.stats() for pool in self.pools])
+        if self.stagers:
+            result["transfers"] = combine_stager_stats([s.stats() for s in self.stagers])
         return result
 
     def close(self) -> None:
@@ -276,3 +280,18 @@ def combine_pool_stats(pools: list[dict[str, Any]]) -> dict[str, Any]:
     total = {key: sum(int(pool[key]) for pool in pools) for key in keys}
     requests = total["hits"] + total["misses"]
     return {**total, "hit_rate": round(total["hits"] / requests, 4) if requests else 0.0}
+
+
+def combine_stager_stats(stagers: list[dict[str, Any]]) -> dict[str, Any]:
+    """The stagers' pinned arrays and transfer counts added up."""
+    total: dict[str, Any] = {
+        "pinned_arrays": sum(s["pinned_arrays"] for s in stagers),
+        "pinned_bytes": sum(s["pinned_bytes"] for s in stagers),
+        "transfers": {},
+    }
+    for stager in stagers:
+        for direction, counts in stager["transfers"].items():
+            into = total["transfers"].setdefault(direction, {})
+            for path, count in counts.items():
+                into[path] = into.get(path, 0) + count
+    return total

@@ -1,8 +1,9 @@
 """`gpulab memory`: run an allocation pattern like a graph's on a device and print the stats.
 
 The pattern: a few passes of pooled intermediates of mixed sizes (from 1 KiB to 8 MiB, the
-later passes reusing the earlier passes' buffers), uploads and readbacks through the Stager,
-and one buffer large enough for a dedicated allocation. It prints the manager's statistics
+later passes reusing the earlier passes' buffers), uploads and readbacks through the Stager
+(a pageable array, then a pinned one), and one buffer large enough for a dedicated
+allocation. It prints the manager's statistics
 (allocator and pool) as a table, or as JSON with --json.
 """
 
@@ -29,18 +30,26 @@ def exercise(manager: MemoryManager, budget_bytes: int = 64 * MIB) -> dict[str, 
     with BufferPool(manager, budget_bytes) as pool, Stager(manager) as stager:
         rng = np.random.default_rng(0)
         live_stats: dict[str, Any] = {}
+        pinned = stager.pinned_empty(SIZES[-1] // 4, np.float32)
         for step in range(PASSES):
             held = [pool.acquire(size, label=f"pass {step} #{i}") for i, size in enumerate(SIZES)]
             data = rng.standard_normal(SIZES[-1] // 4).astype(np.float32)
             stager.upload(data, held[-1])
             if not np.array_equal(stager.download(held[-1], data.shape), data):
                 raise RuntimeError("the uploaded data did not come back unchanged")
+            stager.download(held[-1], data.shape, out=pinned)
+            pinned *= 2
+            stager.upload(pinned, held[-1])
+            if not np.array_equal(stager.download(held[-1], data.shape), data * 2):
+                raise RuntimeError("the pinned round trip did not come back unchanged")
             if step == PASSES - 1:
                 big = manager.allocate(manager.blocks.block_size(held[0].memory_type) // 2 + 1)
                 live_stats = manager.stats()
                 big.free()
             for allocation in reversed(held):
                 allocation.free()
+        pinned.free()
+        del pinned
         paths = dict(stager.paths)
     return {"live": live_stats, "after": manager.stats(), "paths": paths}
 
@@ -63,6 +72,16 @@ def _table(stats: dict[str, Any]) -> str:
         lines.append(
             f"pool: hit rate {pool['hit_rate']:.2f} ({pool['hits']} hits, {pool['misses']} "
             f"misses), {pool['evictions']} evictions, cached {_mib(pool['cached_bytes'])}"
+        )
+    transfers = stats.get("transfers")
+    if transfers:
+        counts = "; ".join(
+            f"{direction} " + ", ".join(f"{path} {n}" for path, n in paths.items() if n)
+            for direction, paths in transfers["transfers"].items()
+        )
+        lines.append(
+            f"transfers: {counts}; pinned arrays {transfers['pinned_arrays']} "
+            f"({_mib(transfers['pinned_bytes'])})"
         )
     for index, entry in stats["memory_types"].items():
         lines.append(

@@ -10,6 +10,11 @@ When the target buffer is itself mappable (integrated GPUs, lavapipe, the H200's
 DEVICE_LOCAL|HOST_VISIBLE type), the host could also read or write it directly. Which path
 is faster is measured, not assumed: the first such transfer in each direction times both on
 a probe of up to PROBE_BYTES and keeps the winner (see `paths`).
+
+Arrays made by `pinned_empty` live in mapped host memory already: they move with one
+vkCmdCopyBuffer and no host copy ("pinned" in `counts`). Pageable arrays of `import_above`
+bytes or more are imported in place (VK_EXT_external_memory_host, see host_import) instead
+of going through the ring, where the device supports it.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gpulab.memory.host_import import HostImporter
 from gpulab.memory.manager import Allocation, MemoryManager
+from gpulab.memory.pinned import Pin, PinnedArray, pinned_location
 from gpulab.vk import CommandBuffer, CommandPool, Fence
 from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
 
@@ -34,6 +41,16 @@ PROBE_BYTES = 8 << 20
 PARALLEL_ABOVE = 2 << 20
 """Copies smaller than this run on the calling thread: splitting them costs more than it saves."""
 _LINE = 64
+MAX_THREADS = 16
+"""The default host threads: up to one per core (on the H200's 16 cores, 16 moved 1 GiB
+faster than 8 both ways; see docs/benchmarks.md)."""
+SPIN_S = 0.05
+"""A pinned or imported copy is waited for by polling its fence for up to this long (then
+blocking): a blocking wait's wake-up costs a visible share of a few-millisecond copy."""
+ONE_COPY_BYTES = 256 << 20
+"""A pinned or imported transfer is recorded as copies of at most this size."""
+UPLOAD_MEMORY = {"write_combined": "upload", "cached": "readback"}
+"""Stager(upload_memory=...) -> the memory kind of the upload ring."""
 
 
 @dataclass
@@ -63,7 +80,11 @@ class Stager:
     """Host <-> device transfers for one MemoryManager (see the module docstring).
 
     `chunk_bytes` and `slots` size each ring (default: two chunks per thread); `threads`
-    copy on the host (default: up to 8);
+    copy on the host (default: one per core, up to MAX_THREADS); `upload_memory` is
+    "write_combined" (the upload memory kind) or "cached" (HOST_CACHED, as the readback
+    ring) for the upload ring;
+    `import_above` (bytes) imports pageable arrays at least that large instead of staging
+    them, where the device can (None: never);
     `paths` fixes the choice for mappable buffers instead of measuring it. Transfers block
     until the data has arrived. One thread at a time: the rings are shared between calls.
     Close it before the manager.
@@ -75,9 +96,16 @@ class Stager:
         chunk_bytes: int = CHUNK_BYTES,
         slots: int | None = None,
         threads: int | None = None,
+        *,
         paths: dict[str, str] | None = None,
+        upload_memory: str = "write_combined",
+        import_above: int | None = None,
     ) -> None:
-        self.threads = threads or min(8, os.cpu_count() or 1)
+        if upload_memory not in UPLOAD_MEMORY:
+            raise ValueError(
+                f"upload_memory must be one of {', '.join(UPLOAD_MEMORY)}, got {upload_memory!r}"
+            )
+        self.threads = threads or min(MAX_THREADS, os.cpu_count() or 1)
         slots = slots or max(3, 2 * self.threads)
         if chunk_bytes <= 0 or slots < 1:
             raise ValueError(f"need chunk_bytes > 0 and slots >= 1, got {chunk_bytes}, {slots}")
@@ -88,11 +116,23 @@ class Stager:
         self._commands = CommandPool(manager.device)
         self._rings: dict[str, list[_Slot]] = {}
         self._sync: tuple[CommandBuffer, Fence] | None = None
+        self._copier: tuple[CommandBuffer, Fence] | None = None
+        self._copier_recording: tuple[int, ...] = ()
         self.paths: dict[str, str] = dict(paths or {})
         """"upload"/"download" -> "direct" or "staged": given, or measured on the first
         transfer to a mappable buffer."""
         self.measurements: dict[str, dict[str, float]] = {}
         """The probe timings (seconds) behind each choice in `paths`."""
+        self.upload_memory = upload_memory
+        self.import_above = import_above
+        self._importer: HostImporter | None = None
+        self._pins: set[Pin] = set()
+        self.counts: dict[str, dict[str, int]] = {
+            direction: dict.fromkeys(("pinned", "imported", "staged", "direct"), 0)
+            for direction in ("upload", "download")
+        }
+        """Transfers per direction and path."""
+        manager.stagers.append(self)
 
     # Host copies ------------------------------------------------------------------------
 
@@ -128,8 +168,9 @@ class Stager:
             self._release(ring)
         ring = []
         for _ in range(self.slot_count):
+            memory_kind = UPLOAD_MEMORY[self.upload_memory] if kind == "upload" else kind
             allocation = self.manager.allocate(
-                wanted, kind, TRANSFER_SRC | TRANSFER_DST, label=f"stager {kind}"
+                wanted, memory_kind, TRANSFER_SRC | TRANSFER_DST, label=f"stager {kind}"
             )
             ring.append(
                 _Slot(
@@ -174,17 +215,88 @@ class Stager:
 
     def upload(self, array: npt.NDArray[Any], allocation: Allocation) -> None:
         """Copy `array` (any shape, C order) into the start of `allocation`."""
-        source = _bytes_of(array)
-        if source.size > allocation.size:
+        if array.nbytes > allocation.size:
             raise ValueError(
-                f"cannot upload {source.size} bytes into a {allocation.size}-byte allocation"
+                f"cannot upload {array.nbytes} bytes into a {allocation.size}-byte allocation"
             )
-        if source.size == 0:
+        if array.nbytes == 0:
             return
+        pinned = pinned_location(array)
+        if pinned is not None:
+            self._copy_whole(pinned[0], allocation, array.nbytes, src=pinned[1], dst=0)
+            self.counts["upload"]["pinned"] += 1
+            return
+        source = _bytes_of(array)
         if allocation.host_visible and self._choose("upload", source, allocation) == "direct":
             self._upload_direct(source, allocation)
+            path = "direct"
+        elif self._imports(source):
+            with self._importer.import_array(source) as imported:  # type: ignore[union-attr]
+                self._copy_whole(imported, allocation, source.size, src=imported.offset, dst=0)
+            path = "imported"
         else:
             self._upload_staged(source, allocation)
+            path = "staged"
+        self.counts["upload"][path] += 1
+
+    # Pinned and imported memory ---------------------------------------------------------
+
+    def pinned_empty(
+        self, shape: int | tuple[int, ...], dtype: npt.DTypeLike = np.float32
+    ) -> PinnedArray:
+        """An uninitialised array in pinned host memory (HOST_CACHED where the device has it).
+
+        upload() and download(out=...) move it (or a contiguous slice of it) with one device
+        copy and no host copy. Call its free() when done; close() frees those left.
+        """
+        dt = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        nbytes = max(count * dt.itemsize, 1)
+        allocation = self.manager.allocate(
+            nbytes, "readback", TRANSFER_SRC | TRANSFER_DST, label="pinned host array"
+        )
+        pin = Pin(allocation, self._pins.discard)
+        self._pins.add(pin)
+        array = allocation.view(dt, count).reshape(shape).view(PinnedArray)
+        array.pin = pin
+        return array
+
+    def _imports(self, data: npt.NDArray[np.uint8]) -> bool:
+        """Whether a pageable array of this size is imported rather than staged."""
+        if self.import_above is None or data.size < self.import_above:
+            return False
+        if self._importer is None:
+            self._importer = HostImporter(self.manager.device)
+        return self._importer.usable
+
+    def _copy_whole(self, source: Any, target: Any, size: int, *, src: int, dst: int) -> None:
+        """One submission of copies between two buffers (Allocations or imported arrays).
+
+        The same copy as the last one is resubmitted without recording it again (the
+        recording keeps both buffers referenced, so their ids stay theirs).
+        """
+        if self._copier is None:
+            self._copier = (self._commands.allocate(), Fence(self.manager.device))
+        commands, fence = self._copier
+        key = (id(source.buffer), id(target.buffer), size, src, dst)
+        if key != self._copier_recording:
+            self._copier_recording = ()
+            commands.begin()
+            commands.barrier("compute", "transfer")  # earlier kernels wrote or read the target
+            for start in range(0, size, ONE_COPY_BYTES):
+                piece = min(ONE_COPY_BYTES, size - start)
+                commands.copy_buffer(source.buffer, target.buffer, piece, src + start, dst + start)
+            commands.barrier("transfer", "host")
+            commands.barrier("transfer", "compute")
+            commands.end()
+            self._copier_recording = key
+        self.manager.device.submit(commands, fence)
+        if self.manager.device.info.type != "cpu":  # a CPU device needs every core itself
+            deadline = time.perf_counter() + SPIN_S
+            while not fence.signaled and time.perf_counter() < deadline:
+                pass
+        fence.wait()
+        fence.reset()
 
     def _upload_direct(self, source: npt.NDArray[np.uint8], allocation: Allocation) -> None:
         self.copy(allocation.view(np.uint8, source.size), source)
@@ -244,10 +356,21 @@ class Stager:
             )
         if target.size == 0:
             return out
-        if allocation.host_visible and self._choose("download", target, allocation) == "direct":
+        pinned = pinned_location(out)
+        if pinned is not None:
+            self._copy_whole(allocation, pinned[0], target.size, src=0, dst=pinned[1])
+            path = "pinned"
+        elif allocation.host_visible and self._choose("download", target, allocation) == "direct":
             self._download_direct(allocation, target)
+            path = "direct"
+        elif self._imports(target):
+            with self._importer.import_array(target) as imported:  # type: ignore[union-attr]
+                self._copy_whole(allocation, imported, target.size, src=0, dst=imported.offset)
+            path = "imported"
         else:
             self._download_staged(allocation, target)
+            path = "staged"
+        self.counts["download"][path] += 1
         return out
 
     def _download_direct(self, allocation: Allocation, target: npt.NDArray[np.uint8]) -> None:
@@ -256,17 +379,20 @@ class Stager:
 
     def _device_writes_visible(self) -> None:
         """Wait for submitted work and make its writes visible to host reads."""
-        if self._sync is None:
-            commands = self._commands.allocate()
-            commands.begin()
-            commands.barrier("compute", "host")
-            commands.barrier("transfer", "host")
-            commands.end()
-            self._sync = (commands, Fence(self.manager.device))
-        commands, fence = self._sync
+        commands, fence = self._one_shot()
+        commands.begin()
+        commands.barrier("compute", "host")
+        commands.barrier("transfer", "host")
+        commands.end()
         self.manager.device.submit(commands, fence)
         fence.wait()
         fence.reset()
+
+    def _one_shot(self) -> tuple[CommandBuffer, Fence]:
+        """The command buffer and fence of transfers that are recorded, run and waited for."""
+        if self._sync is None:
+            self._sync = (self._commands.allocate(), Fence(self.manager.device))
+        return self._sync
 
     def _download_staged(self, allocation: Allocation, target: npt.NDArray[np.uint8]) -> None:
         ring = self._ring("readback", target.size)
@@ -340,14 +466,28 @@ class Stager:
         self.paths[direction] = min(timings, key=timings.__getitem__)
         return self.paths[direction]
 
+    def stats(self) -> dict[str, Any]:
+        """Pinned arrays alive (count, bytes) and transfers per direction and path."""
+        return {
+            "pinned_arrays": len(self._pins),
+            "pinned_bytes": sum(pin.nbytes for pin in self._pins),
+            "transfers": {direction: dict(counts) for direction, counts in self.counts.items()},
+        }
+
     def close(self) -> None:
-        """Wait for copies in flight, then release the rings, command buffers and fences."""
+        """Wait for copies in flight, then release the rings, pinned arrays and fences."""
+        if self in self.manager.stagers:
+            self.manager.stagers.remove(self)
+        for pin in list(self._pins):
+            pin.free()
         for ring in self._rings.values():
             self._release(ring)
         self._rings.clear()
-        if self._sync is not None:
-            self._sync[1].close()
-            self._sync = None
+        for pair in (self._sync, self._copier):
+            if pair is not None:
+                pair[1].close()
+        self._sync = self._copier = None
+        self._copier_recording = ()
         self._commands.close()
         if self._executor is not None:
             self._executor.shutdown()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpulab.vk._binding import vk
 from gpulab.vk._handle import VkObject
@@ -18,13 +18,18 @@ TRANSFER_DST = 0x02
 
 
 class Buffer(VkObject):
-    """A VkBuffer. Bind it to memory with `bind()`; the buffer keeps that memory referenced."""
+    """A VkBuffer. Bind it to memory with `bind()`; the buffer keeps that memory referenced.
 
-    def __init__(self, device: Device, size: int, usage: int = STORAGE) -> None:
+    `next_info` is an extension struct for VkBufferCreateInfo.pNext (say, external memory).
+    """
+
+    def __init__(
+        self, device: Device, size: int, usage: int = STORAGE, next_info: Any = None
+    ) -> None:
         if size <= 0:
             raise ValueError(f"buffer size must be positive, got {size}")
         info = vk.VkBufferCreateInfo(
-            size=size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE
+            pNext=next_info, size=size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE
         )
         raw = vk.vkCreateBuffer(device.raw, info, None)
         self._own(raw, functools.partial(vk.vkDestroyBuffer, device.raw, raw, None), device)

@@ -16,10 +16,21 @@ if TYPE_CHECKING:
     from gpulab.vk.sync import Fence
 
 
+OPTIONAL_EXTENSIONS = ("VK_EXT_external_memory_host",)
+"""Enabled whenever the device offers them (the Stager can then import host arrays)."""
+
+
+def device_extensions(physical_device: PhysicalDevice) -> set[str]:
+    """The names of the device extensions the physical device offers."""
+    properties = vk.vkEnumerateDeviceExtensionProperties(physical_device.raw, None)
+    return {p.extensionName for p in properties}
+
+
 class Device(VkObject):
     """A VkDevice with one queue of the physical device's compute family.
 
-    Closing the device waits for it to go idle, then closes every object made on it.
+    `extensions` lists the OPTIONAL_EXTENSIONS that were found and enabled. Closing the
+    device waits for it to go idle, then closes every object made on it.
     """
 
     def __init__(self, physical_device: PhysicalDevice, queue_family: int | None = None) -> None:
@@ -28,7 +39,14 @@ class Device(VkObject):
         queue_info = vk.VkDeviceQueueCreateInfo(
             queueFamilyIndex=family, queueCount=1, pQueuePriorities=priorities
         )
-        create_info = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=[queue_info])
+        offered = device_extensions(physical_device)
+        self.extensions = tuple(name for name in OPTIONAL_EXTENSIONS if name in offered)
+        create_info = vk.VkDeviceCreateInfo(
+            queueCreateInfoCount=1,
+            pQueueCreateInfos=[queue_info],
+            enabledExtensionCount=len(self.extensions),
+            ppEnabledExtensionNames=list(self.extensions) or None,
+        )
         raw = vk.vkCreateDevice(physical_device.raw, create_info, None)
         self._own(raw, functools.partial(vk.vkDestroyDevice, raw, None), physical_device)
         self.physical_device = physical_device
