@@ -1,0 +1,314 @@
+"""Bad role variables are refused before anything changes: real ansible-playbook runs, no podman.
+
+Each case runs one role, in check mode, on local hosts named like the lab's
+(ansible_connection=local) with one bad setting, and asserts what the user gets: the play
+fails in the role's validation (argument_specs or tasks/validate.yml, which each role runs
+first), the message names the variable and the host (for a cluster-wide check such as the
+partitions, the host that is wrong), no task reported a change and no task past the
+validation ran. One run with good settings shows the same checks pass. Check mode keeps this
+machine safe even if a refusal went missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+HOSTS = {"controller": ["controller1"], "storage": ["storage1"], "workers": ["worker1", "worker2"]}
+# Where site.yml runs each role.
+PLAY_HOSTS = {
+    "identity": "all",
+    "munge": "all",
+    "nfs_server": "storage",
+    "nfs_client": "controller:workers",
+    "vulkan": "workers",
+    "slurm": "all",
+}
+ARG_SPEC_TASK = "Validating arguments against arg spec"
+SECRET_KEY = "c2VjcmV0LW11bmdlLWtleQ=="  # base64 of 16 bytes: too short, and must never be shown
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad setting: the role, the variables, and what the refusal must name."""
+
+    id: str
+    role: str
+    variables: dict[str, Any]
+    # In the message: the variable(s), what is wrong, and the host the setting is wrong on
+    # (refusals of argument_specs carry the host in Ansible's "fatal: [HOST]" instead).
+    names: tuple[str, ...]
+    host: str  # the host whose result carries the refusal
+    host_vars: dict[str, dict[str, Any]] = field(default_factory=dict)
+    groups: dict[str, list[str]] = field(default_factory=lambda: HOSTS)
+    play_hosts: str = ""
+
+
+CASES = [
+    # identity
+    Case("identity-uid-not-a-number", "identity",
+         {"identity_users": [{"name": "gpulab", "uid": "two thousand"}]},
+         ("identity_users", "uid"), "controller1"),
+    Case("identity-uid-root", "identity",
+         {"identity_users": [{"name": "ops", "uid": 0}]},
+         ("controller1", "identity_users ops uid is 0"), "controller1"),
+    Case("identity-shared-id", "identity",
+         {"identity_users": [{"name": "gpulab", "uid": 901}]},
+         ("controller1", "identity_users", "share an ID"), "controller1"),
+    # munge
+    Case("munge-no-key-source", "munge",
+         {"munge_key_source_group": "keyholders"},
+         ("worker1", "munge_key", "munge_key_source_group", "keyholders"), "worker1"),
+    Case("munge-key-source-outside-the-play", "munge", {},
+         ("worker1", "munge_key_source_group", "controller1"), "worker1",
+         play_hosts="workers"),
+    Case("munge-key-too-short", "munge", {"munge_key": SECRET_KEY},
+         ("controller1", "munge_key", "at least 32 bytes"), "controller1"),
+    Case("munge-wait-not-a-number", "munge", {"munge_wait_timeout": "soon"},
+         ("munge_wait_timeout", "int"), "controller1"),
+    # slurm
+    Case("slurm-worker-in-no-partition", "slurm",
+         {"slurm_partitions": [{"name": "gpu", "nodes": ["worker1"]}]},
+         ("worker2", "slurm_partitions", "no partition"), "controller1"),
+    Case("slurm-partition-of-a-non-worker", "slurm",
+         {"slurm_partitions": [{"name": "main", "nodes": ["worker1", "worker2", "storage1"]}]},
+         ("slurm_partitions", "storage1"), "controller1"),
+    Case("slurm-accounting-without-password", "slurm",
+         {"slurm_accounting_enabled": True},
+         ("controller1", "slurm_dbd_db_password", "slurm_accounting_enabled"), "controller1"),
+    Case("slurm-cgroups-not-a-choice", "slurm", {"slurm_cgroups": "sometimes"},
+         ("slurm_cgroups", "auto, enabled, disabled"), "controller1"),
+    Case("slurm-conf-extra-overrides-auth", "slurm",
+         {"slurm_conf_extra": {"AuthType": "auth/none"}},
+         ("slurm_conf_extra", "AuthType"), "controller1"),
+    Case("slurm-worker-cpus-not-a-number", "slurm", {},
+         ("slurm_node_cpus", "int"), "worker2",
+         host_vars={"worker2": {"slurm_node_cpus": "many"}}),
+    # nfs_server
+    Case("nfs-export-to-everyone", "nfs_server", {"nfs_server_clients": ["*"]},
+         ("nfs_server_clients", "nfs_server_allow_world", "storage1"), "storage1"),
+    Case("nfs-export-to-0.0.0.0-slash-0", "nfs_server",
+         {"nfs_server_clients": ["10.0.0.0/24", "0.0.0.0/0"]},
+         ("storage1", "nfs_server_clients", "0.0.0.0/0", "nfs_server_allow_world"), "storage1"),
+    Case("nfs-no-root-squash", "nfs_server",
+         {"nfs_server_clients": ["10.0.0.0/24"],
+          "nfs_server_export_options": ["rw", "sync", "no_root_squash"]},
+         ("storage1", "nfs_server_export_options", "no_root_squash",
+          "nfs_server_allow_no_root_squash"),
+         "storage1"),
+    Case("nfs-options-smuggled-in-a-client", "nfs_server",
+         {"nfs_server_clients": ["10.0.0.0/24(rw,no_root_squash)"]},
+         ("storage1", "nfs_server_clients", "10.0.0.0/24(rw,no_root_squash)"), "storage1"),
+    Case("nfs-world-writable-without-sticky-bit", "nfs_server",
+         {"nfs_server_clients": ["10.0.0.0/24"],
+          "nfs_server_export_dirs": [{"name": "scratch", "mode": "0777"}]},
+         ("storage1", "nfs_server_export_dirs", "scratch", "sticky"), "storage1"),
+    # nfs_client
+    Case("nfs-client-without-server", "nfs_client", {},
+         ("worker1", "nfs_client_server", "storage"), "worker1",
+         groups={"controller": ["controller1"], "workers": ["worker1", "worker2"]}),
+    Case("nfs-client-options-in-one-entry", "nfs_client",
+         {"nfs_client_mount_options": ["rw,hard"]},
+         ("worker1", "nfs_client_mount_options"), "worker1"),
+    # vulkan
+    Case("vulkan-job-user-missing", "vulkan", {"vulkan_job_users": ["no-such-user"]},
+         ("worker1", "vulkan_job_users", "no-such-user"), "worker1"),
+    Case("vulkan-driver-not-a-choice", "vulkan", {"vulkan_driver": "radeon"},
+         ("vulkan_driver", "auto, mesa, nvidia, jetson"), "worker1"),
+]  # fmt: skip
+
+# Settings like the lab's, with which every role's validation passes.
+GOOD = {
+    "identity_users": [{"name": "gpulab", "uid": 2000}],
+    "slurm_accounting_enabled": True,
+    "slurm_dbd_db_password": "not-a-real-password",
+    "slurm_cgroups": "disabled",
+    "slurm_node_cpus": 2,  # the defaults read facts that gather_subset=min lacks
+    "slurm_node_real_memory": 2048,
+    "nfs_server_clients": ["10.88.0.0/16"],
+    "vulkan_job_users": ["root"],
+}
+
+
+def _inventory(groups: dict[str, list[str]], host_vars: dict[str, dict[str, Any]]) -> str:
+    local: dict[str, Any] = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
+    }
+    # What the minimal facts lack for slurm's defaults, as a real inventory may set them.
+    local |= {"slurm_node_cpus": 2, "slurm_node_real_memory": 2048}
+    hosts = sorted({host for members in HOSTS.values() for host in members})
+    body = {
+        "all": {
+            "hosts": {host: {**local, **host_vars.get(host, {})} for host in hosts},
+            "children": {
+                group: {"hosts": {host: {} for host in members}}
+                for group, members in groups.items()
+            },
+        }
+    }
+    return json.dumps(body)
+
+
+@pytest.fixture(scope="session")
+def fact_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This machine's minimal facts, gathered once for every host name the cases use."""
+    work = tmp_path_factory.mktemp("facts")
+    inventory = work / "hosts.json"
+    inventory.write_text(_inventory(HOSTS, {}))
+    cache = work / "cache"
+    done = subprocess.run(
+        [str(BIN / "ansible"), "all", "-i", str(inventory), "-m", "ansible.builtin.setup",
+         "-a", "gather_subset=min"],
+        capture_output=True, text=True, check=False, cwd=ROOT, env=_env(cache),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return cache
+
+
+def _env(cache: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "MOLECULE_"))}
+    return env | {
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+        "ANSIBLE_CACHE_PLUGIN": "jsonfile",
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(cache),
+        "ANSIBLE_GATHERING": "explicit",
+        "ANSIBLE_RETRY_FILES_ENABLED": "false",
+        "ANSIBLE_NOCOLOR": "1",
+    }
+
+
+@dataclass(frozen=True)
+class Run:
+    rc: int
+    report: dict[str, Any]
+    text: str  # everything the run printed
+
+    def results(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """(task name, host, result) of every task that ran, in order."""
+        for play in self.report["plays"]:
+            for task in play["tasks"]:
+                for host, result in task["hosts"].items():
+                    yield task["task"]["name"], host, result
+
+
+def _run_playbook(work: Path, cache: Path, plays: list[dict[str, Any]], case: Case | None) -> Run:
+    groups = case.groups if case else HOSTS
+    host_vars = case.host_vars if case else {}
+    (work / "hosts.json").write_text(_inventory(groups, host_vars))
+    (work / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
+    (work / "vars.json").write_text(json.dumps(case.variables if case else GOOD))
+    done = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", str(work / "hosts.json"), str(work / "play.yml"),
+         "--check", "-e", f"@{work / 'vars.json'}"],
+        capture_output=True, text=True, check=False, cwd=ROOT, env=_env(cache),
+    )  # fmt: skip
+    start = done.stdout.find("{")
+    assert start >= 0, f"no JSON report: {done.stdout}{done.stderr}"
+    return Run(done.returncode, json.loads(done.stdout[start:]), done.stdout + done.stderr)
+
+
+def _validation_task_names(role: str) -> set[str]:
+    tasks = yaml.safe_load((ROOT / "roles" / role / "tasks/validate.yml").read_text())
+    return {f"{role} : {task['name']}" for task in tasks}
+
+
+def _is_validation(role: str, name: str) -> bool:
+    return name.startswith(f"{role} : {ARG_SPEC_TASK}") or name in _validation_task_names(role)
+
+
+def _bad_play(case: Case) -> dict[str, Any]:
+    return {
+        "name": f"{case.role} with a bad setting",
+        "hosts": case.play_hosts or PLAY_HOSTS[case.role],
+        "gather_facts": False,
+        "roles": [{"role": case.role}],
+    }
+
+
+def _good_plays() -> list[dict[str, Any]]:
+    """Each role's argument_specs (against its defaults and GOOD) and validate.yml."""
+    plays = []
+    for role, hosts in PLAY_HOSTS.items():
+        spec = yaml.safe_load((ROOT / "roles" / role / "meta/argument_specs.yml").read_text())
+        plays.append({
+            "name": f"{role} with good settings",
+            "hosts": hosts,
+            "gather_facts": False,
+            "vars_files": [str(ROOT / "roles" / role / "defaults/main.yml")],
+            "tasks": [
+                {"name": f"{role}: check the arguments",
+                 "ansible.builtin.validate_argument_spec": {
+                     "argument_spec": spec["argument_specs"]["main"]["options"]}},
+                {"name": f"{role}: run the validation",
+                 "ansible.builtin.include_role": {"name": role, "tasks_from": "validate"}},
+            ],
+        })  # fmt: skip
+    return plays
+
+
+@pytest.fixture(scope="session")
+def runs(fact_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """Every case's run and the good run ("good"), two at a time: each is mostly Python start-up."""
+    jobs: dict[str, tuple[list[dict[str, Any]], Case | None]] = {
+        case.id: ([_bad_play(case)], case) for case in CASES
+    }
+    jobs["good"] = (_good_plays(), None)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {
+            name: pool.submit(_run_playbook, tmp_path_factory.mktemp(name), fact_cache, *job)
+            for name, job in jobs.items()
+        }
+        return {name: future.result() for name, future in futures.items()}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_setting_is_refused_before_any_change(case: Case, runs: dict[str, Run]) -> None:
+    run = runs[case.id]
+    assert run.rc != 0, f"{case.id}: the play passed"
+    ran = list(run.results())
+    failures = [(name, host, r) for name, host, r in ran if r.get("failed")]
+    assert failures, f"{case.id}: no task failed: {run.text[-2000:]}"
+    outside = [name for name, _, _ in ran if not _is_validation(case.role, name)]
+    assert not outside, f"{case.id}: tasks past the validation ran: {outside}"
+    changed = [(name, host) for name, host, r in ran if r.get("changed")]
+    assert not changed, f"{case.id}: tasks reported changes: {changed}"
+    assert all(stats["changed"] == 0 for stats in run.report["stats"].values())
+
+    messages = {host: _message(r) for _, host, r in failures}
+    assert case.host in messages, f"{case.id}: no refusal for {case.host}: {messages}"
+    message = messages[case.host]
+    for name in case.names:
+        assert name.lower() in message.lower(), f"{case.id}: {name!r} not in {message!r}"
+    assert "Traceback" not in run.text
+    assert SECRET_KEY not in run.text, f"{case.id}: the munge key appeared in the output"
+
+
+def _message(result: dict[str, Any]) -> str:
+    """What the user reads for a failed task: its message, or those of its failed loop items."""
+    items = [str(item.get("msg", "")) for item in result.get("results", []) if item.get("failed")]
+    return " ".join(items) or str(result.get("msg", ""))
+
+
+def test_good_settings_pass_every_check(runs: dict[str, Run]) -> None:
+    """argument_specs (against the role's defaults and GOOD) and validate.yml pass, unchanged."""
+    run = runs["good"]
+    failed = [(name, host, r.get("msg")) for name, host, r in run.results() if r.get("failed")]
+    assert run.rc == 0 and not failed, failed or run.text[-3000:]
+    assert not [name for name, _, r in run.results() if r.get("changed")]
+    ran = {name for name, _, _ in run.results()}
+    for role in PLAY_HOSTS:
+        assert _validation_task_names(role) <= ran, role
