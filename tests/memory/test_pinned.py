@@ -101,6 +101,7 @@ def test_small_arrays_are_not_imported(device: Device) -> None:
         s.upload(data, target)
         assert s.stats()["transfers"]["upload"] == {
             "pinned": 0,
+            "registered": 0,
             "imported": 0,
             "staged": 1,
             "direct": 0,
@@ -127,3 +128,42 @@ def test_unknown_upload_memory_is_refused(device: Device) -> None:
         pytest.raises(ValueError, match="upload_memory must be one of"),
     ):
         Stager(manager, upload_memory="fast")
+
+
+def test_registered_arrays_round_trip_until_unregistered(device: Device) -> None:
+    if not HostImporter(device).usable:
+        pytest.skip("this device cannot import host memory")
+    data = np.arange(50_001, dtype=np.float32)[1:]
+    out = np.zeros_like(data)
+    with MemoryManager(device) as manager, Stager(manager, paths=STAGED) as stager:
+        target = manager.allocate(data.nbytes)
+        stager.register(data)
+        stager.register(out)
+        with pytest.raises(ValueError, match="already registered"):
+            stager.register(data[10:])
+        stager.upload(data, target)
+        stager.download(target, 100, out=out[200:300])  # a slice of a registered array
+        np.testing.assert_array_equal(out[200:300], data[:100])
+        stager.download(target, data.shape, out=out)
+        np.testing.assert_array_equal(out, data)
+        stats = stager.stats()
+        assert stats["registered_arrays"] == 2
+        assert stats["registered_bytes"] == 2 * data.nbytes
+        assert stats["transfers"]["upload"]["registered"] == 1
+        assert stats["transfers"]["download"]["registered"] == 2
+        assert manager.stats()["transfers"]["registered_arrays"] == 2
+        stager.unregister(data)
+        with pytest.raises(ValueError, match="is not registered"):
+            stager.unregister(data)
+        stager.upload(data, target)  # staged again
+        assert stager.stats()["transfers"]["upload"]["staged"] == 1
+        target.free()  # close() releases the import of `out`
+
+
+def test_register_refuses_strided_arrays(device: Device) -> None:
+    with (
+        MemoryManager(device) as manager,
+        Stager(manager) as stager,
+        pytest.raises(ValueError, match="non-empty C-contiguous"),
+    ):
+        stager.register(np.zeros((4, 4), dtype=np.float32)[:, 1])

@@ -16,7 +16,9 @@ against the copy engine measured in the same run.
 - paths (bench "path"): the same transfers of a "device" buffer by each way the Stager
   has: "pageable" (a numpy array through the staging ring, the default), "pinned" (an array
   from Stager.pinned_empty: one device copy, no host copy), "imported" (the numpy array's
-  pages imported per transfer with VK_EXT_external_memory_host, the import included), and
+  pages imported per transfer with VK_EXT_external_memory_host, the import included),
+  "registered" (both arrays imported once by Stager.register, the cudaHostRegister way;
+  that one-off cost is reported beside it as register_ms_both_arrays), and
   with --sweep the ring's threads x chunk size x upload memory (write-combined or cached).
 - host copy: numpy copies between a pageable array and mapped memory of each kind, split
   over 1..16 threads: the ceiling of the pageable path.
@@ -282,6 +284,14 @@ def bench_paths(device: Device, nbytes: int, repeat: int, sweep: bool) -> list[d
             if HostImporter(device).usable:
                 rows.append(_path_row(nbytes, "imported", *measure(stager, source, out), engine))
                 rows[-1]["counts"] = stager.stats()["transfers"]
+        with Stager(manager) as stager:
+            if HostImporter(device).usable:
+                start = time.perf_counter()
+                stager.register(source)
+                stager.register(out)
+                register_s = time.perf_counter() - start
+                rows.append(_path_row(nbytes, "registered", *measure(stager, source, out), engine))
+                rows[-1]["register_ms_both_arrays"] = round(register_s * 1e3, 2)
         if sweep:
             for options in SWEEP:
                 with Stager(manager, **options) as stager:

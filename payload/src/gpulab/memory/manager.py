@@ -283,12 +283,10 @@ def combine_pool_stats(pools: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def combine_stager_stats(stagers: list[dict[str, Any]]) -> dict[str, Any]:
-    """The stagers' pinned arrays and transfer counts added up."""
-    total: dict[str, Any] = {
-        "pinned_arrays": sum(s["pinned_arrays"] for s in stagers),
-        "pinned_bytes": sum(s["pinned_bytes"] for s in stagers),
-        "transfers": {},
-    }
+    """The stagers' pinned and registered arrays and transfer counts added up."""
+    keys = ("pinned_arrays", "pinned_bytes", "registered_arrays", "registered_bytes")
+    total: dict[str, Any] = {key: sum(s[key] for s in stagers) for key in keys}
+    total["transfers"] = {}
     for stager in stagers:
         for direction, counts in stager["transfers"].items():
             into = total["transfers"].setdefault(direction, {})

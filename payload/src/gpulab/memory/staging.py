@@ -12,9 +12,12 @@ is faster is measured, not assumed: the first such transfer in each direction ti
 a probe of up to PROBE_BYTES and keeps the winner (see `paths`).
 
 Arrays made by `pinned_empty` live in mapped host memory already: they move with one
-vkCmdCopyBuffer and no host copy ("pinned" in `counts`). Pageable arrays of `import_above`
-bytes or more are imported in place (VK_EXT_external_memory_host, see host_import) instead
-of going through the ring, where the device supports it.
+vkCmdCopyBuffer and no host copy ("pinned" in `counts`). An existing numpy array can be
+`register`ed instead (what cudaHostRegister does: its pages are imported once with
+VK_EXT_external_memory_host, see host_import), then it moves the same way ("registered").
+Pageable arrays of `import_above` bytes or more are imported for each transfer instead of
+going through the ring, where the device supports it ("imported": off by default, since
+the import costs more than staging saves).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gpulab.memory.host_import import HostImporter
+from gpulab.memory.host_import import HostImporter, ImportedArray
 from gpulab.memory.manager import Allocation, MemoryManager
 from gpulab.memory.pinned import Pin, PinnedArray, pinned_location
 from gpulab.vk import CommandBuffer, CommandPool, Fence
@@ -49,6 +52,7 @@ SPIN_S = 0.05
 blocking): a blocking wait's wake-up costs a visible share of a few-millisecond copy."""
 ONE_COPY_BYTES = 256 << 20
 """A pinned or imported transfer is recorded as copies of at most this size."""
+PATHS = ("pinned", "registered", "imported", "staged", "direct")
 UPLOAD_MEMORY = {"write_combined": "upload", "cached": "readback"}
 """Stager(upload_memory=...) -> the memory kind of the upload ring."""
 
@@ -127,9 +131,10 @@ class Stager:
         self.import_above = import_above
         self._importer: HostImporter | None = None
         self._pins: set[Pin] = set()
+        self._registered: dict[int, tuple[npt.NDArray[Any], ImportedArray]] = {}
+        """Registered arrays by data address, each with its import (which keeps it alive)."""
         self.counts: dict[str, dict[str, int]] = {
-            direction: dict.fromkeys(("pinned", "imported", "staged", "direct"), 0)
-            for direction in ("upload", "download")
+            direction: dict.fromkeys(PATHS, 0) for direction in ("upload", "download")
         }
         """Transfers per direction and path."""
         manager.stagers.append(self)
@@ -226,6 +231,11 @@ class Stager:
             self._copy_whole(pinned[0], allocation, array.nbytes, src=pinned[1], dst=0)
             self.counts["upload"]["pinned"] += 1
             return
+        registered = self._registered_location(array)
+        if registered is not None:
+            self._copy_whole(registered[0], allocation, array.nbytes, src=registered[1], dst=0)
+            self.counts["upload"]["registered"] += 1
+            return
         source = _bytes_of(array)
         if allocation.host_visible and self._choose("upload", source, allocation) == "direct":
             self._upload_direct(source, allocation)
@@ -260,6 +270,41 @@ class Stager:
         array = allocation.view(dt, count).reshape(shape).view(PinnedArray)
         array.pin = pin
         return array
+
+    def register(self, array: npt.NDArray[Any]) -> None:
+        """Import a C-contiguous array's pages once, so that it (or a contiguous slice of it)
+        moves like a pinned array until unregister(). The Stager keeps the array alive
+        meanwhile. ValueError where the device cannot import host memory."""
+        if not array.flags.c_contiguous or array.nbytes == 0:
+            raise ValueError("register needs a non-empty C-contiguous array")
+        address = int(array.ctypes.data)
+        if self._registered_location(array) is not None:
+            raise ValueError(f"the array at {address:#x} is already registered")
+        if self._importer is None:
+            self._importer = HostImporter(self.manager.device)
+        if not self._importer.usable:
+            raise ValueError(
+                f"{self.manager.device.info.name} cannot import host memory "
+                "(VK_EXT_external_memory_host with page-sized alignment)"
+            )
+        self._registered[address] = (array, self._importer.import_array(array))
+
+    def unregister(self, array: npt.NDArray[Any]) -> None:
+        """Release the import made by register(array)."""
+        entry = self._registered.pop(int(array.ctypes.data), None)
+        if entry is None:
+            raise ValueError(f"the array at {int(array.ctypes.data):#x} is not registered")
+        entry[1].close()
+
+    def _registered_location(self, array: npt.NDArray[Any]) -> tuple[ImportedArray, int] | None:
+        """(import, byte offset in its buffer) of an array inside a registered one."""
+        if not self._registered or not array.flags.c_contiguous:
+            return None
+        address = int(array.ctypes.data)
+        for start, (whole, imported) in self._registered.items():
+            if start <= address and address + array.nbytes <= start + whole.nbytes:
+                return imported, imported.offset + address - start
+        return None
 
     def _imports(self, data: npt.NDArray[np.uint8]) -> bool:
         """Whether a pageable array of this size is imported rather than staged."""
@@ -357,9 +402,13 @@ class Stager:
         if target.size == 0:
             return out
         pinned = pinned_location(out)
+        registered = self._registered_location(out)
         if pinned is not None:
             self._copy_whole(allocation, pinned[0], target.size, src=0, dst=pinned[1])
             path = "pinned"
+        elif registered is not None:
+            self._copy_whole(allocation, registered[0], target.size, src=0, dst=registered[1])
+            path = "registered"
         elif allocation.host_visible and self._choose("download", target, allocation) == "direct":
             self._download_direct(allocation, target)
             path = "direct"
@@ -467,10 +516,12 @@ class Stager:
         return self.paths[direction]
 
     def stats(self) -> dict[str, Any]:
-        """Pinned arrays alive (count, bytes) and transfers per direction and path."""
+        """Pinned and registered arrays (count, bytes) and transfers per direction and path."""
         return {
             "pinned_arrays": len(self._pins),
             "pinned_bytes": sum(pin.nbytes for pin in self._pins),
+            "registered_arrays": len(self._registered),
+            "registered_bytes": sum(whole.nbytes for whole, _ in self._registered.values()),
             "transfers": {direction: dict(counts) for direction, counts in self.counts.items()},
         }
 
@@ -480,6 +531,9 @@ class Stager:
             self.manager.stagers.remove(self)
         for pin in list(self._pins):
             pin.free()
+        for _, imported in self._registered.values():
+            imported.close()
+        self._registered.clear()
         for ring in self._rings.values():
             self._release(ring)
         self._rings.clear()
