@@ -91,6 +91,7 @@ class Result:
     memory: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
     comparison: dict[str, Any] | None = None
+    fallback: dict[str, str] | None = None
     host: str = field(default_factory=socket.gethostname)
     slurm: dict[str, str] | None = field(default_factory=slurm_info)
 
@@ -126,4 +127,6 @@ class Result:
             document["memory"] = self.memory
         if self.comparison is not None:
             document["compare"] = self.comparison
+        if self.fallback is not None:
+            document["fallback"] = self.fallback
         return document

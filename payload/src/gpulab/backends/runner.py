@@ -11,7 +11,7 @@ import numpy as np
 from gpulab.backends.base import FloatArray, OperationExecutor, Segment, SegmentRun
 from gpulab.backends.result import NodeRecord, Result
 from gpulab.backends.select import open_executor, resolve
-from gpulab.backends.vulkan import physical_device
+from gpulab.backends.vulkan import VulkanExecutor
 from gpulab.graph import Graph, MemoryLimit, Node, host_memory, materialize, schedule
 
 COMPARE_RTOL = 1e-3
@@ -56,35 +56,68 @@ class Runner:
     """Runs graphs on one backend (with per-node overrides); keeps its executors open between
     runs, so the Vulkan backend reuses the work it recorded when the same graph runs again."""
 
-    def __init__(self, backend: str = "auto", device: int | None = None) -> None:
+    def __init__(
+        self, backend: str = "auto", device: int | None = None, memory_budget: int | None = None
+    ) -> None:
         self.requested = backend
         self.device_index = device
+        self.memory_budget = memory_budget
+        """Caps every Vulkan memory heap at this many bytes (None: the heaps' sizes)."""
         self.backend, self.reason = resolve(backend, device)
+        self.fallback: dict[str, str] | None = None
+        """Set when `auto` ran out of device memory and ran on cpu instead: from, to, reason."""
         self._executors: dict[str, OperationExecutor] = {}
         self._closed = False
 
     def memory_limit(self) -> MemoryLimit:
-        """What one run may hold at once: the device-local memory of the Vulkan device, or
-        the host's memory for the host backends."""
-        if self.backend != "vulkan":
-            return host_memory()
-        info = physical_device(self.device_index or 0).info
-        return MemoryLimit(info.device_local_bytes, f"device-local memory on {info.name}")
+        """What a graph may hold at once to be valid here: the host's memory, where every
+        value is made and where cpu runs. A graph that fits the host but not the device is
+        valid: on Vulkan it is an out-of-memory failure (exit 4), under `auto` a fall back."""
+        return host_memory()
 
     def executor(self, backend: str) -> OperationExecutor:
         """The open executor of a concrete backend (opened on first use)."""
         if self._closed:
             raise RuntimeError("this Runner is closed")
         if backend not in self._executors:
-            self._executors[backend] = open_executor(backend, self.device_index)
+            self._executors[backend] = open_executor(backend, self.device_index, self.memory_budget)
         return self._executors[backend]
 
     def run(self, graph: Graph, compare: str | None = None) -> Result:
-        """Run `graph`; with `compare`, run it again on that backend and report the errors."""
+        """Run `graph`; with `compare`, run it again on that backend and report the errors.
+
+        Under `auto`, a graph that does not fit in the Vulkan device's memory runs on cpu
+        instead: the Vulkan executor is closed first (its memory released) and the result
+        says so under `fallback`. Floating-point overflow gives inf (reported as null), not
+        numpy warnings on stderr.
+        """
+        with np.errstate(all="ignore"):
+            try:
+                result = self._run(graph)
+            except MemoryError as exc:
+                if not (self.requested == "auto" and self.backend == "vulkan"):
+                    raise
+                self._fall_back(exc)
+                result = self._run(graph)
+            if compare is not None:
+                result.comparison = self._compare(graph, result, compare)
+        return result
+
+    def _fall_back(self, error: MemoryError) -> None:
+        vulkan = self._executors.pop("vulkan", None)
+        if vulkan is not None:
+            vulkan.close()
+        self.fallback = {"from": "vulkan", "to": "cpu", "reason": str(error)}
+        self.backend = "cpu"
+        self.reason = f"{self.reason}; fell back to cpu: {error}"
+
+    def _run(self, graph: Graph) -> Result:
         start = time.perf_counter()
         segments = split(graph, self.backend)
-        for where, _ in segments:
-            self.executor(where)  # every backend is available before any work starts
+        for where, segment in segments:
+            executor = self.executor(where)  # every backend is available before any work
+            if isinstance(executor, VulkanExecutor):
+                executor.check_fits(segment)  # and every value fits its device
         host: dict[str, FloatArray] = {}
         producer: dict[str, str] = {}
         records: list[NodeRecord] = []
@@ -104,7 +137,7 @@ class Runner:
         total_ms = (time.perf_counter() - start) * 1e3
         main = self.executor(self.backend) if self.backend in self._executors else None
         ran_vulkan = any(where == "vulkan" for where, _ in segments)
-        result = Result(
+        return Result(
             graph=graph.name,
             backend=self.backend,
             requested_backend=self.requested,
@@ -116,10 +149,8 @@ class Runner:
             transfers=transfers,
             memory=self.executor("vulkan").memory_stats() if ran_vulkan else None,
             warnings=[str(w) for w in graph.warnings],
+            fallback=self.fallback,
         )
-        if compare is not None:
-            result.comparison = self._compare(graph, result, compare)
-        return result
 
     @staticmethod
     def _output(name: str, graph: Graph, host: Mapping[str, FloatArray]) -> FloatArray:
@@ -143,7 +174,7 @@ class Runner:
                 del host[name]
 
     def _compare(self, graph: Graph, result: Result, backend: str) -> dict[str, object]:
-        with Runner(backend, self.device_index) as other:
+        with Runner(backend, self.device_index, self.memory_budget) as other:
             expected = other.run(graph).outputs
         errors = {
             name: max_relative_error(value, expected[name])
@@ -176,8 +207,12 @@ class Runner:
 
 
 def run_graph(
-    graph: Graph, backend: str = "auto", device: int | None = None, compare: str | None = None
+    graph: Graph,
+    backend: str = "auto",
+    device: int | None = None,
+    compare: str | None = None,
+    memory_budget: int | None = None,
 ) -> Result:
     """Run `graph` once on `backend` (a Runner kept open for one run)."""
-    with Runner(backend, device) as runner:
+    with Runner(backend, device, memory_budget) as runner:
         return runner.run(graph, compare)

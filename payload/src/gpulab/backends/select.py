@@ -33,12 +33,15 @@ def resolve(backend: str, device: int | None) -> tuple[str, str]:
     return "vulkan", f"auto chose vulkan: device {index} is {names[index]}"
 
 
-def open_executor(backend: str, device: int | None = None) -> OperationExecutor:
-    """A ready executor for a concrete backend (BackendUnavailable if it cannot run here)."""
+def open_executor(
+    backend: str, device: int | None = None, memory_budget: int | None = None
+) -> OperationExecutor:
+    """A ready executor for a concrete backend (BackendUnavailable if it cannot run here);
+    `memory_budget` caps every Vulkan memory heap at that many bytes."""
     if backend == "cpu":
         return cpu_executor()
     if backend == "native":
         return NativeExecutor()
     if backend == "vulkan":
-        return VulkanExecutor(device or 0)
+        return VulkanExecutor(device or 0, memory_budget)
     raise BackendUnavailable(f"unknown backend {backend!r} (choose from cpu, native, vulkan)")

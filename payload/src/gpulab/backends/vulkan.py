@@ -31,7 +31,7 @@ from gpulab.backends.base import (
 )
 from gpulab.graph import Literal, Node, nbytes
 from gpulab.kernels import DeviceArray, Input, Kernels
-from gpulab.memory import Allocation, BufferPool, MemoryManager, Stager
+from gpulab.memory import Allocation, BufferPool, MemoryManager, OutOfMemoryError, Stager
 from gpulab.ops import NumericalError
 from gpulab.vk import (
     CommandPool,
@@ -45,6 +45,15 @@ from gpulab.vk import (
 
 CACHED_RECORDINGS = 8
 """Recorded segments kept per executor (least recently used dropped first)."""
+
+
+class ValueTooLarge(OutOfMemoryError):
+    """One value of the graph is larger than the device heap may hold: refused up front."""
+
+    def __init__(self, name: str, request: int, heap: int, limit: int) -> None:
+        super().__init__(request, "device", heap, 0, limit)
+        self.value = name
+        self.args = (f"value {name!r}: {self.args[0]}",)
 
 
 def physical_device(index: int) -> PhysicalDevice:
@@ -69,7 +78,7 @@ class _Recording:
         self.executor = executor
         self.segment = segment
         device = executor.device_object
-        self.pool = BufferPool(executor.manager, budget_bytes=device.info.device_local_bytes)
+        self.pool = BufferPool(executor.manager, budget_bytes=executor.device_budget)
         self.held: dict[str, Allocation] = {}
         self.norms: list[tuple[Node, Allocation]] = []
         self.queries: TimestampQueryPool | None = None
@@ -198,11 +207,21 @@ class VulkanExecutor(OperationExecutor):
 
     name = "vulkan"
 
-    def __init__(self, index: int = 0) -> None:
+    def __init__(self, index: int = 0, memory_budget: int | None = None) -> None:
         self.index = index
         self.device_object = Device(physical_device(index))
+        heaps = self.device_object.info.memory_heaps
+        self.heap_limits = {
+            heap.index: heap.size if memory_budget is None else min(heap.size, memory_budget)
+            for heap in heaps
+        }
+        local = [heap.index for heap in heaps if heap.device_local] or [h.index for h in heaps]
+        self.device_heap = max(local, key=lambda index: self.heap_limits[index])
+        """The device-local heap with the most room: where a too-large value is reported."""
+        self.device_budget = sum(self.heap_limits[index] for index in local)
+        """Device-local bytes this executor may use (the heaps, or --memory-budget each)."""
         try:
-            self.manager = MemoryManager(self.device_object)
+            self.manager = MemoryManager(self.device_object, heap_limits=self.heap_limits)
             self.stager = Stager(self.manager)
             self.kernels = Kernels(self.device_object)
             self.commands = CommandPool(self.device_object)
@@ -240,7 +259,18 @@ class VulkanExecutor(OperationExecutor):
             oldest.close()
         return cached
 
+    def check_fits(self, segment: Segment) -> None:
+        """OutOfMemoryError, before anything is allocated, when one value of the segment is
+        larger than a device heap may hold (the memory layer catches the rest as it goes)."""
+        names = (*segment.reads, *(node.id for node in segment.nodes))
+        name = max(names, key=lambda n: nbytes(segment.graph.shape(n)))
+        size = nbytes(segment.graph.shape(name))
+        limit = self.heap_limits[self.device_heap]
+        if size > limit:
+            raise ValueTooLarge(name, size, self.device_heap, limit)
+
     def execute(self, segment: Segment, values: Mapping[str, FloatArray]) -> SegmentRun:
+        self.check_fits(segment)
         return self._recording(segment).run(values)
 
     def memory_stats(self) -> dict[str, Any] | None:

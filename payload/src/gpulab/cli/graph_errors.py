@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from gpulab.backends import BackendUnavailable, ExecutionFailed
 from gpulab.cli.errors import EXIT_INPUT, EXIT_RUNTIME, EXIT_UNAVAILABLE
 from gpulab.graph import GraphInvalid, Problem
+from gpulab.graph.problems import one_line
 from gpulab.memory import OutOfMemoryError
 from gpulab.ops import NumericalError
 from gpulab.vk import NoVulkanDevice, VulkanError
@@ -20,7 +21,7 @@ T = TypeVar("T")
 
 def say(message: str) -> None:
     """One line on stderr, prefixed like every gpulab message."""
-    print(f"gpulab: {message}", file=sys.stderr)
+    print(f"gpulab: {one_line(message)}", file=sys.stderr)
 
 
 def write_json(document: dict[str, Any], output: str | None) -> bool:
@@ -60,3 +61,6 @@ def guarded(graph: str, action: Callable[[], int]) -> int:
     except (ExecutionFailed, OutOfMemoryError, VulkanError) as exc:
         say(f"run failed: {exc}")
         return EXIT_RUNTIME
+    except ValueError as exc:  # a malformed setting from the environment
+        say(str(exc))
+        return EXIT_INPUT

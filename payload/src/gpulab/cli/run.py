@@ -3,12 +3,41 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 from typing import Any
 
 from gpulab.backends import BACKENDS, Runner
 from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME
 from gpulab.cli.graph_errors import guarded, say, warn, write_json
 from gpulab.graph import load_graph
+
+BUDGET_ENV = "GPULAB_MEMORY_BUDGET"
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def memory_size(text: str) -> int:
+    """Bytes from `1048576`, `64M`, `64MiB` or `2G` (binary units); at least 1."""
+    match = re.fullmatch(r"\s*(\d{1,16})\s*([kmgt]?)(?:i?b)?\s*", text, re.IGNORECASE)
+    if match is None or int(match[1]) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of bytes of at least 1 (such as 1048576, 64M, 2GiB), got {text!r}"
+        )
+    return int(match[1]) * _UNITS[match[2].lower()]
+
+
+def _budget(args: argparse.Namespace) -> int | None:
+    """--memory-budget, else $GPULAB_MEMORY_BUDGET, else None (ValueError when malformed)."""
+    if args.memory_budget is not None:
+        budget: int = args.memory_budget
+        return budget
+    text = os.environ.get(BUDGET_ENV, "")
+    if not text:
+        return None
+    try:
+        return memory_size(text)
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(f"{BUDGET_ENV}: {exc}") from None
 
 
 def add_parser(commands: Any, device_index: Any) -> None:
@@ -26,16 +55,27 @@ def add_parser(commands: Any, device_index: Any) -> None:
         choices=("cpu", "native", "vulkan"),
         help="run again on this backend and report the largest relative error per output",
     )
+    parser.add_argument(
+        "--memory-budget",
+        type=memory_size,
+        metavar="BYTES",
+        help="cap every Vulkan memory heap at BYTES (64M, 2GiB, ...; default "
+        f"${BUDGET_ENV}, else the heaps' sizes): a graph that does not fit fails with exit 4, "
+        "or under --backend auto runs on cpu, reported under `fallback` in the result",
+    )
     parser.set_defaults(handler=main)
 
 
 def _run(args: argparse.Namespace) -> int:
-    with Runner(args.backend, args.device) as runner:
+    budget = _budget(args)
+    with Runner(args.backend, args.device, budget) as runner:
         graph = load_graph(args.graph, limit=runner.memory_limit())
         warn(args.graph, graph.warnings)
         if args.backend == "auto":
             say(runner.reason)
         result = runner.run(graph, compare=args.compare)
+        if runner.fallback is not None:
+            say(f"ran on cpu instead of vulkan: {runner.fallback['reason']}")
     if not write_json(result.to_json(full=args.full), args.output):
         return EXIT_INPUT
     comparison = result.comparison

@@ -7,10 +7,26 @@ from typing import Any
 
 from gpulab.graph.problems import Problem
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest float32: every value is float32, so a larger number would become infinity
+(and overflow the GPU's push constants)."""
+
 
 def is_number(value: Any) -> bool:
-    """A JSON number (not a boolean), finite."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A JSON number (not a boolean) that float32 holds: finite, at most FLOAT32_MAX in size."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value) and abs(value) <= FLOAT32_MAX
+    except OverflowError:  # an int too large for a float
+        return False
+
+
+def number_problem(value: Any) -> str:
+    """Why `value` is not a graph number."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"must be a finite float32 number (at most {FLOAT32_MAX:.8g} in size), got {value!r}"
+    return f"must be a finite number, got {type_name(value)}"
 
 
 def is_integer(value: Any) -> bool:
@@ -78,6 +94,6 @@ def count(
 def number(value: Any, path: str, problems: list[Problem], node: str | None = None) -> float | None:
     """A finite number, or None after recording why not."""
     if not is_number(value):
-        problems.append(Problem(path, f"must be a finite number, got {type_name(value)}", node))
+        problems.append(Problem(path, number_problem(value), node))
         return None
     return float(value)

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gpulab.graph._json import count, expect_object, is_number, number, type_name, unknown_keys
+from gpulab.graph._json import (
+    count,
+    expect_object,
+    is_number,
+    number,
+    number_problem,
+    type_name,
+    unknown_keys,
+)
 from gpulab.graph.model import Data, Fill, GraphInput, Linspace, NpyFile, Random, Source
 from gpulab.graph.problems import Problem
 from gpulab.ops import Kind, Shape
@@ -81,7 +90,7 @@ def _numbers(values: Any, path: str, problems: list[Problem]) -> int | None:
         return None
     for i, value in enumerate(values):
         if not is_number(value):
-            problems.append(Problem(f"{path}[{i}]", f"must be a finite number, got {value!r}"))
+            problems.append(Problem(f"{path}[{i}]", number_problem(value)))
             return None
     return len(values)
 
@@ -110,18 +119,38 @@ def _data(
     return (len(raw), widths[0] or 0), Data(raw)
 
 
+def _not_a_file(resolved: Path) -> str | None:
+    """Why `resolved` cannot be read as an array file, or None. Only regular files (symlinks
+    followed): opening a named pipe would block forever, a device would never end."""
+    try:
+        mode = resolved.stat().st_mode
+    except FileNotFoundError:
+        return f"no such file (looked for {resolved})"
+    except (OSError, ValueError) as exc:
+        return f"cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    if not stat.S_ISREG(mode):
+        return f"not a regular file (looked at {resolved})"
+    return None
+
+
 def _file(
     kind: Kind, raw: Any, path: str, base_dir: Path, problems: list[Problem]
 ) -> tuple[Shape | None, Source | None]:
-    if not isinstance(raw, str) or not raw.endswith(".npy"):
+    if not isinstance(raw, str) or not raw.endswith(".npy") or "\0" in raw:
         problems.append(Problem(path, f"must be the path of a .npy file, got {raw!r}"))
         return None, None
+    if Path(raw).is_absolute():
+        problems.append(
+            Problem(path, f"{raw}: must be relative to the graph file's folder, not absolute")
+        )
+        return None, None
     resolved = base_dir / raw
+    problem = _not_a_file(resolved)
+    if problem is not None:
+        problems.append(Problem(path, f"{raw}: {problem}"))
+        return None, None
     try:
         array = np.load(resolved, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError:
-        problems.append(Problem(path, f"{raw}: no such file (looked for {resolved})"))
-        return None, None
     except (OSError, ValueError) as exc:
         problems.append(Problem(path, f"{raw}: not a readable .npy array ({exc})"))
         return None, None

@@ -12,6 +12,39 @@ from gpulab.graph.problems import GraphInvalid, Problem
 from gpulab.graph.validate import MemoryLimit, validate
 
 
+class _Object(dict[str, Any]):
+    """A decoded JSON object that remembers the keys it was given more than once."""
+
+    duplicates: tuple[str, ...] = ()
+
+
+def _object(pairs: list[tuple[str, Any]]) -> _Object:
+    decoded = _Object(pairs)
+    if len(decoded) != len(pairs):
+        keys = [key for key, _ in pairs]
+        decoded.duplicates = tuple(dict.fromkeys(k for i, k in enumerate(keys) if k in keys[:i]))
+    return decoded
+
+
+def duplicate_keys(value: Any) -> list[Problem]:
+    """A problem per key given twice in one object (JSON keeps the last one silently, so a
+    reader of the file and the run could see different graphs). Walked without recursion:
+    the value may be nested as deep as the decoder allows."""
+    problems: list[Problem] = []
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, _Object):
+            for key in item.duplicates:
+                where = f"{path}.{key}" if path else key
+                problems.append(Problem(where, "this key is given more than once"))
+        if isinstance(item, dict):
+            stack.extend((f"{path}.{key}" if path else str(key), v) for key, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(item))
+    return sorted(problems, key=lambda problem: problem.path)
+
+
 def read_json(path: Path) -> Any:
     """The decoded contents of a JSON file (GraphInvalid if unreadable or malformed)."""
     try:
@@ -20,10 +53,20 @@ def read_json(path: Path) -> Any:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise GraphInvalid([Problem("", f"cannot read the graph: {reason}")]) from None
     try:
-        return json.loads(text)
+        decoded = json.loads(text, object_pairs_hook=_object)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
         raise GraphInvalid([Problem(where, f"malformed JSON: {exc.msg}")]) from None
+    except RecursionError:
+        # Python's decoder recurses once per level: thousands of `[` exhaust its stack.
+        raise GraphInvalid([Problem("", "malformed JSON: nested too deeply")]) from None
+    except ValueError as exc:
+        # int() refuses numbers of more than sys.get_int_max_str_digits() digits.
+        raise GraphInvalid([Problem("", f"malformed JSON: {exc}")]) from None
+    duplicates = duplicate_keys(decoded)
+    if duplicates:
+        raise GraphInvalid(duplicates)
+    return decoded
 
 
 def load_graph(source: str | Path | Mapping[str, Any], limit: MemoryLimit | None = None) -> Graph:

@@ -5,12 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpulab.graph._json import expect_object, is_integer, is_number, type_name, unknown_keys
+from gpulab.graph._json import (
+    expect_object,
+    is_integer,
+    is_number,
+    number_problem,
+    type_name,
+    unknown_keys,
+)
 from gpulab.graph.model import BACKEND_NAMES, Argument, Literal, Ref
 from gpulab.graph.problems import Problem
 from gpulab.ops import OPS, Kind, OpSpec, ParamSpec
 
 NODE_KEYS = ("id", "op", "inputs", "params", "backend", "description")
+PARAM_MAXIMUM: dict[str, int] = {"iterations": 100_000}
+"""Upper bounds of integer params. Jacobi records one dispatch per step on Vulkan: a count
+beyond this is a runaway loop (or a denial of service), not a setting; use `tolerance`."""
 
 
 @dataclass(frozen=True)
@@ -59,9 +69,13 @@ def _param(param: ParamSpec, raw: Any, path: str, node: str, problems: list[Prob
             problems.append(Problem(path, f"must be an integer, got {type_name(raw)}", node))
             return None
         value: float = int(raw)
+        most = PARAM_MAXIMUM.get(param.name)
+        if most is not None and value > most:
+            problems.append(Problem(path, f"must be at most {most}, got {int(raw)}", node))
+            return None
     else:
         if not is_number(raw):
-            problems.append(Problem(path, f"must be a finite number, got {type_name(raw)}", node))
+            problems.append(Problem(path, number_problem(raw), node))
             return None
         value = float(raw)
     if param.minimum is not None:

@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+
+def one_line(text: str) -> str:
+    """`text` with line breaks and other control characters escaped (`\\n`, `\\x1b`):
+    a key or file name from a graph cannot split a message or drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(
+        char.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(char) in ("Cc", "Zl", "Zp")
+        else char
+        for char in text
+    )
 
 
 @dataclass(frozen=True)
@@ -16,9 +30,9 @@ class Problem:
 
     def __str__(self) -> str:
         if not self.path:
-            return self.message
+            return one_line(self.message)
         where = f"{self.path} (node {self.node!r})" if self.node is not None else self.path
-        return f"{where}: {self.message}"
+        return one_line(f"{where}: {self.message}")
 
 
 class GraphInvalid(ValueError):

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulab.graph._json import FLOAT32_MAX
 from gpulab.graph.model import BACKEND_NAMES, GRAPH_VERSION
+from gpulab.graph.nodes import PARAM_MAXIMUM
 from gpulab.ops import OPS, Kind, OpSpec, ParamSpec
 
-_NUMBER = {"type": "number"}
+_NUMBER = {"type": "number", "minimum": -FLOAT32_MAX, "maximum": FLOAT32_MAX}
 _COUNT = {"type": "integer", "minimum": 1}
 _NAME = {"type": "string", "minLength": 1}
 
@@ -94,6 +96,8 @@ def _param(param: ParamSpec) -> dict[str, Any]:
     if param.minimum is not None:
         key = "exclusiveMinimum" if param.exclusive_minimum else "minimum"
         schema[key] = param.minimum
+    if param.name in PARAM_MAXIMUM:
+        schema["maximum"] = PARAM_MAXIMUM[param.name]
     return schema
 
 

@@ -1,0 +1,130 @@
+"""`gpulab validate`, `run` and `submit` on thousands of malformed and adversarial graphs.
+
+Every case must end with a contract exit code, no traceback and one `gpulab:` line per
+problem; `validate` and `run` must agree on what is invalid; nothing may hang. The counts
+are CI's; GPULAB_FUZZ_EXAMPLES=N scales every test to N/1000 times as many (tests/fuzz/README).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gpulab.vk import live_handles
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.fuzz.graphs import documents, mutated, valid_graphs
+from tests.fuzz.harness import (
+    Outcome,
+    check_contract,
+    fuzz_settings,
+    in_process,
+    result_of,
+)
+
+SIZES = st.sampled_from([1, 3, 4])
+
+
+def _graphs(node_backends: tuple[str, ...] = ()) -> st.SearchStrategy[Any]:
+    return SIZES.flatmap(lambda n: mutated(valid_graphs(n, node_backends)))
+
+
+def _write(folder: Path, document: bytes) -> str:
+    path = folder / "graph.json"
+    path.write_bytes(document)
+    return str(path)
+
+
+def _check_run(validated: Outcome, ran: Outcome, graph_text: bytes) -> None:
+    check_contract(ran)
+    detail = f"{validated.describe()}\n{ran.describe()}\ngraph: {graph_text[:3000]!r}"
+    if validated.code == 2:
+        assert ran.code == 2, detail
+        # Both report the same problems (run may add nothing: it validates the same way).
+        assert ran.err == validated.err, detail
+    else:
+        assert validated.code == 0, detail
+        # A valid graph runs, or fails with a runtime reason (normalize of a zero vector).
+        assert ran.code in (0, 4), detail
+    if ran.code == 0:
+        assert set(result_of(ran)["outputs"]) == set(_outputs(graph_text)), detail
+
+
+def _outputs(graph_text: bytes) -> list[str]:
+    outputs: list[str] = json.loads(graph_text)["outputs"]
+    return outputs
+
+
+@fuzz_settings(1500)
+@given(document=documents(_graphs(("cpu", "native"))))
+def test_validate_and_run_on_cpu(graph_dir: Path, document: bytes) -> None:
+    path = _write(graph_dir, document)
+    validated = in_process(["validate", path])
+    check_contract(validated)
+    assert validated.code in (0, 2), validated.describe()
+    if validated.code == 0:
+        assert validated.out == "ok\n", validated.describe()
+    _check_run(validated, in_process(["run", path, "--backend", "cpu"]), document)
+
+
+@fuzz_settings(1000)
+@given(document=documents(_graphs()))
+def test_validate_only(graph_dir: Path, document: bytes) -> None:
+    validated = in_process(["validate", _write(graph_dir, document)])
+    check_contract(validated)
+    assert validated.code in (0, 2), validated.describe()
+
+
+@fuzz_settings(1000)
+@given(document=st.binary(max_size=200))
+def test_validate_arbitrary_bytes(graph_dir: Path, document: bytes) -> None:
+    validated = in_process(["validate", _write(graph_dir, document)])
+    check_contract(validated)
+    assert validated.code == 2, validated.describe()
+
+
+@fuzz_settings(250)
+@given(document=documents(_graphs(("cpu",))))
+def test_run_on_native(graph_dir: Path, document: bytes) -> None:
+    path = _write(graph_dir, document)
+    validated = in_process(["validate", path])
+    _check_run(validated, in_process(["run", path, "--backend", "native"]), document)
+
+
+@fuzz_settings(120)
+@given(document=documents(_graphs(("cpu", "native"))))
+def test_run_on_vulkan_leaks_nothing(graph_dir: Path, document: bytes) -> None:
+    before = live_handles()
+    path = _write(graph_dir, document)
+    validated = in_process(["validate", path])
+    _check_run(validated, in_process(["run", path, "--backend", "vulkan"]), document)
+    assert live_handles() == before
+
+
+@fuzz_settings(40)
+@given(document=documents(_graphs(("vulkan",))))
+def test_run_auto_with_vulkan_nodes(graph_dir: Path, document: bytes) -> None:
+    before = live_handles()
+    path = _write(graph_dir, document)
+    validated = in_process(["validate", path])
+    _check_run(validated, in_process(["run", path]), document)
+    assert live_handles() == before
+
+
+@pytest.mark.skipif(shutil.which("sbatch") is not None, reason="sbatch here would really submit")
+@fuzz_settings(300)
+@given(document=documents(_graphs()))
+def test_submit_checks_the_graph_before_slurm(graph_dir: Path, document: bytes) -> None:
+    path = _write(graph_dir, document)
+    validated = in_process(["validate", path])
+    submitted = in_process(["submit", path, "--shared-dir", str(graph_dir / "jobs")])
+    check_contract(submitted)
+    # Invalid: exit 2 with validate's lines; valid: exit 3, as there is no sbatch here.
+    if validated.code == 2:
+        assert (submitted.code, submitted.err) == (2, validated.err), submitted.describe()
+    else:
+        assert submitted.code == 3, submitted.describe()
