@@ -271,7 +271,16 @@ class VulkanExecutor(OperationExecutor):
 
     def execute(self, segment: Segment, values: Mapping[str, FloatArray]) -> SegmentRun:
         self.check_fits(segment)
-        return self._recording(segment).run(values)
+        recording = self._recording(segment)
+        try:
+            return recording.run(values)
+        except MemoryError:
+            # Out of memory while uploading: the recording's buffers go back now, not when
+            # it ages out of the cache, and so do the blocks they emptied.
+            self._recordings.pop(segment.key, None)
+            recording.close()
+            self.manager.trim()
+            raise
 
     def memory_stats(self) -> dict[str, Any] | None:
         stats: dict[str, Any] = self.manager.stats()

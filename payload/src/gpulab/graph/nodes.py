@@ -57,6 +57,9 @@ def _argument(
             )
             return None
         return Literal(float(raw))
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        problems.append(Problem(path, number_problem(raw), node))
+        return None
     problems.append(
         Problem(path, f"must name an input or node, or be a number; got {type_name(raw)}", node)
     )
