@@ -58,3 +58,25 @@ def test_sizes_are_checked(device: Device) -> None:
         with pytest.raises(ValueError, match="cannot download 20 bytes"):
             stager.download(small, 5)
         small.free()
+
+
+def test_chunks_keep_a_floor_but_four_per_transfer(device: Device) -> None:
+    mib = 1 << 20
+    with MemoryManager(device) as manager, Stager(manager, threads=16) as stager:
+        assert stager.chunk_for(64 * mib) == 8 * mib  # 8 chunks, not 16 of 4 MiB
+        assert stager.chunk_for(1 << 30) == 16 * mib  # capped by chunk_bytes
+        assert stager.chunk_for(2 * mib) == 512 * 1024  # four chunks
+        assert stager.chunk_for(1000) == 64 * 1024
+
+
+def test_a_grown_ring_still_moves_smaller_transfers(device: Device) -> None:
+    rng = np.random.default_rng(4)
+    large = rng.integers(0, 255, 3 << 20, dtype=np.uint8)
+    small = rng.integers(0, 255, 300_000, dtype=np.uint8)
+    staged = {"upload": "staged", "download": "staged"}
+    with MemoryManager(device) as manager, Stager(manager, threads=2, paths=staged) as stager:
+        target = manager.allocate(large.nbytes)
+        for data in (large, small):
+            stager.upload(data, target)
+            np.testing.assert_array_equal(stager.download(target, data.shape, np.uint8), data)
+        target.free()

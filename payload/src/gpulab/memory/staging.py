@@ -40,6 +40,10 @@ from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
 
 CHUNK_BYTES = 16 << 20
 MIN_CHUNK = 64 << 10
+MIN_SHARE = 8 << 20
+"""Chunks of large transfers hold at least this much (while a transfer still gets four
+chunks): on the H200, 64 MiB moved faster in 8 chunks of 8 MiB on 8 threads than in 16 of
+4 MiB on 16 (docs/benchmarks.md)."""
 PROBE_BYTES = 8 << 20
 PARALLEL_ABOVE = 2 << 20
 """Copies smaller than this run on the calling thread: splitting them costs more than it saves."""
@@ -157,18 +161,25 @@ class Stager:
 
     # Rings ------------------------------------------------------------------------------
 
-    def _ring(self, kind: str, nbytes: int) -> list[_Slot]:
-        """The ring of `kind`, with chunks of chunk_bytes, or less for small transfers.
+    def chunk_for(self, nbytes: int) -> int:
+        """The chunk size of a staged transfer of `nbytes`.
 
-        Chunks start at the transfer's share per thread (rounded up to a power of two, 64 KiB
-        at least) and grow to chunk_bytes as larger transfers come: small transfers do not
-        pin slots * chunk_bytes of staging memory.
+        The transfer's share per thread, but at least MIN_SHARE unless that leaves fewer than
+        four chunks, rounded up to a power of two (MIN_CHUNK at least), at most chunk_bytes.
         """
-        share = -(-nbytes // self.threads)  # every thread gets a chunk of smaller transfers
-        wanted = min(self.chunk_bytes, max(MIN_CHUNK, 1 << (share - 1).bit_length()))
+        share = max(-(-nbytes // self.threads), min(MIN_SHARE, -(-nbytes // 4)))
+        return min(self.chunk_bytes, max(MIN_CHUNK, 1 << (share - 1).bit_length()))
+
+    def _ring(self, kind: str, nbytes: int) -> tuple[list[_Slot], int]:
+        """The ring of `kind` for a transfer of `nbytes`, and the chunk size to use in it.
+
+        Slots grow to the largest chunk used so far (chunk_bytes at most): small transfers
+        do not pin slots * chunk_bytes of staging memory.
+        """
+        wanted = self.chunk_for(nbytes)
         ring = self._rings.get(kind)
         if ring is not None and ring[0].allocation.size >= wanted:
-            return ring
+            return ring, wanted
         if ring is not None:
             self._release(ring)
         ring = []
@@ -186,7 +197,7 @@ class Stager:
                 )
             )
         self._rings[kind] = ring
-        return ring
+        return ring, wanted
 
     def _release(self, ring: list[_Slot]) -> None:
         for slot in ring:
@@ -347,8 +358,7 @@ class Stager:
         self.copy(allocation.view(np.uint8, source.size), source)
 
     def _upload_staged(self, source: npt.NDArray[np.uint8], allocation: Allocation) -> None:
-        ring = self._ring("upload", source.size)
-        chunk = ring[0].allocation.size
+        ring, chunk = self._ring("upload", source.size)
         starts = range(0, source.size, chunk)
 
         def fill(index: int) -> int:
@@ -444,8 +454,7 @@ class Stager:
         return self._sync
 
     def _download_staged(self, allocation: Allocation, target: npt.NDArray[np.uint8]) -> None:
-        ring = self._ring("readback", target.size)
-        chunk = ring[0].allocation.size
+        ring, chunk = self._ring("readback", target.size)
         starts = range(0, target.size, chunk)
 
         def request(index: int) -> None:
