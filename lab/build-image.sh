@@ -102,6 +102,19 @@ rm -f "$rootfs/var/lib/dbus/machine-id"
 for unit in "${masked_units[@]}"; do
   ln -sfn /dev/null "$rootfs/etc/systemd/system/$unit"
 done
+if [ "$arch" != "$(dpkg --print-architecture)" ]; then
+  # Under qemu-user systemd cannot set up a unit's credentials (it mounts a private
+  # filesystem for them, a call qemu-user refuses): units that load any, such as
+  # systemd-tmpfiles-setup and systemd-sysusers, fail at boot with 243/CREDENTIALS.
+  # The lab passes no credentials: reset those settings in a drop-in of each such unit.
+  for unit_file in "$rootfs"/usr/lib/systemd/system/*.service; do
+    keys=$(grep -oE '^(Load|LoadEncrypted|Set|SetEncrypted|Import)Credential=' "$unit_file" | sort -u || true)
+    [ -n "$keys" ] || continue
+    dropin=$rootfs/etc/systemd/system/${unit_file##*/}.d
+    mkdir -p "$dropin"
+    printf '# lab/build-image.sh: no credentials under qemu-user\n[Service]\n%s\n' "$keys" >"$dropin/gpulab-qemu-user.conf"
+  done
+fi
 rm -f "$rootfs/etc/apt/sources.list"
 cat >"$rootfs/etc/apt/sources.list.d/debian.sources" <<SOURCES
 Types: deb
