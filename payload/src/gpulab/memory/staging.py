@@ -49,8 +49,8 @@ PARALLEL_ABOVE = 2 << 20
 """Copies smaller than this run on the calling thread: splitting them costs more than it saves."""
 _LINE = 64
 MAX_THREADS = 16
-"""The default host threads: up to one per core (on the H200's 16 cores, 16 moved 1 GiB
-faster than 8 both ways; see docs/benchmarks.md)."""
+"""The default host threads: up to one per core (on the H200's 16 cores, 16 read 1 GiB back
+faster than 8 in every run and uploaded it about as fast; see docs/benchmarks.md)."""
 SPIN_S = 0.05
 """A pinned or imported copy is waited for by polling its fence for up to this long (then
 blocking): a blocking wait's wake-up costs a visible share of a few-millisecond copy."""
