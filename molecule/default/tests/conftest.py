@@ -67,6 +67,16 @@ class Cluster:
     def node(self, host: str) -> Host:
         return testinfra.get_host(f"podman://{self.container(host)}")
 
+    def node_name(self, host: str) -> str:
+        """The host's Slurm NodeName: its hostname, which may differ from its inventory name."""
+        if host not in self._node_names:
+            self._node_names[host] = self.node(host).check_output("hostname").strip()
+        return self._node_names[host]
+
+    @cached_property
+    def _node_names(self) -> dict[str, str]:
+        return {}
+
 
 def _inventory() -> str:
     inventory = os.environ.get("GPULAB_TEST_INVENTORY") or os.environ.get("MOLECULE_INVENTORY_FILE")

@@ -25,7 +25,7 @@ def _check_output_file(cluster: Cluster, worker: str, job_id: str) -> None:
     # Job output lands on the node that ran the job.
     out = cluster.node(worker).file(OUTPUT.replace("%j", job_id))
     assert out.is_file, f"no output {out.path} on {worker}"
-    assert out.content_string.strip() == worker
+    assert out.content_string.strip() == cluster.node_name(worker)
 
 
 def _check_accounting(cluster: Cluster, controller: Host, job_id: str, eventually: Any) -> None:
@@ -48,11 +48,12 @@ def test_sbatch_job_completes_on_worker(
     cluster: Cluster, controller: Host, worker: str, eventually: Any
 ) -> None:
     # --wait: sbatch returns when the job ends, with the job's exit code.
+    node = cluster.node_name(worker)
     job_id = controller.check_output(
-        "sbatch --parsable --wait --nodelist=%s --output=%s --wrap=hostname", worker, OUTPUT
+        "sbatch --parsable --wait --nodelist=%s --output=%s --wrap=hostname", node, OUTPUT
     ).splitlines()[0]
     job = _scontrol_job(controller, job_id)
-    assert (job["JobState"], job["ExitCode"], job["NodeList"]) == ("COMPLETED", "0:0", worker)
+    assert (job["JobState"], job["ExitCode"], job["NodeList"]) == ("COMPLETED", "0:0", node)
     _check_output_file(cluster, worker, job_id)
     _check_accounting(cluster, controller, job_id, eventually)
 
@@ -75,10 +76,11 @@ def _slurm_job(cluster: Cluster, args: dict[str, Any], tree: Path) -> dict[str, 
 def test_slurm_job_module_completes_on_worker(
     cluster: Cluster, controller: Host, worker: str, eventually: Any, tmp_path: Path
 ) -> None:
-    args = {"command": "hostname", "nodelist": worker, "output": OUTPUT, "wait": True}
+    node = cluster.node_name(worker)
+    args = {"command": "hostname", "nodelist": node, "output": OUTPUT, "wait": True}
     result = _slurm_job(cluster, args, tmp_path)
     assert result["changed"]
-    assert (result["state"], result["exit_code"], result["nodes"]) == ("COMPLETED", 0, worker)
+    assert (result["state"], result["exit_code"], result["nodes"]) == ("COMPLETED", 0, node)
     assert result["output_path"] == OUTPUT.replace("%j", result["job_id"])
     _check_output_file(cluster, worker, result["job_id"])
     _check_accounting(cluster, controller, result["job_id"], eventually)
@@ -88,7 +90,7 @@ def test_one_line_job_round_trip(
     cluster: Cluster, controller: Host, timings: dict[str, float]
 ) -> None:
     """Times `srun hostname` on the controller itself (no podman exec in the figure)."""
-    worker = cluster.workers[0]
+    worker = cluster.node_name(cluster.workers[0])
     out = controller.check_output(
         "start=$(date +%%s%%N); host=$(srun --nodes=1 --nodelist=%s hostname); "
         'end=$(date +%%s%%N); echo "$host $(( (end - start) / 1000000 ))"',

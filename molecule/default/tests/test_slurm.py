@@ -33,6 +33,6 @@ def test_every_worker_is_idle(cluster: Cluster, controller: Host, eventually: An
         return dict(line.split() for line in out.stdout.splitlines()) if out.rc == 0 else {}
 
     def all_idle() -> bool:
-        return all(states().get(w) == "idle" for w in cluster.workers)
+        return all(states().get(cluster.node_name(w)) == "idle" for w in cluster.workers)
 
     assert eventually(all_idle, timeout=60), f"sinfo: {states()}"
