@@ -41,6 +41,13 @@ NPY_FILES = {
 }
 
 
+def pick(draw: st.DrawFn, choices: Any) -> Any:
+    """One of `choices`, drawn by index: cheaper than a new sampled_from strategy per draw
+    (hypothesis caches integers(0, k) strategies; lists of graph parts are not hashable)."""
+    options = list(choices)
+    return options[draw(st.integers(0, len(options) - 1))]
+
+
 def write_npy_files(folder: Path, n: int) -> None:
     """The files fuzzed graphs may name, beside the graph (vectors of n, matrices n x n)."""
     (folder / "sub").mkdir(exist_ok=True)
@@ -132,7 +139,7 @@ def valid_graphs(draw: st.DrawFn, n: int, node_backends: tuple[str, ...] = ()) -
             inputs[name] = {"type": "matrix", **draw(_matrix_source(n))}
     nodes = []
     for index in range(draw(st.integers(1, 5))):
-        op = draw(st.sampled_from(sorted(OPS)))
+        op = pick(draw, sorted(OPS))
         spec = OPS[op]
         node_inputs: dict[str, Any] = {}
         for name, kind in spec.inputs:
@@ -140,14 +147,14 @@ def valid_graphs(draw: st.DrawFn, n: int, node_backends: tuple[str, ...] = ()) -
             if kind is Kind.SCALAR and draw(st.booleans()):
                 node_inputs[name] = draw(SMALL_FLOATS)
             else:
-                node_inputs[name] = draw(st.sampled_from(candidates))
+                node_inputs[name] = pick(draw, candidates)
         node: dict[str, Any] = {"id": f"n{index}", "op": op, "inputs": node_inputs}
         if op == "jacobi":
             node["params"] = {"iterations": draw(st.integers(0, 8))}
             if draw(st.booleans()):
-                node["params"]["tolerance"] = draw(st.sampled_from([1e-6, 0.5, 1e30]))
+                node["params"]["tolerance"] = pick(draw, [1e-6, 0.5, 1e30])
         if node_backends and draw(st.integers(0, 3)) == 0:
-            node["backend"] = draw(st.sampled_from(node_backends))
+            node["backend"] = pick(draw, node_backends)
         nodes.append(node)
         kinds[node["id"]] = spec.result
     names = sorted(kinds)
@@ -230,7 +237,7 @@ def _parent(graph: Any, path: tuple[Any, ...]) -> Any:
 
 
 def _replace(graph: Any, draw: st.DrawFn) -> Any:
-    path = draw(st.sampled_from(_paths(graph)))
+    path = pick(draw, _paths(graph))
     value = draw(ADVERSARIAL)
     if not path:
         return value
@@ -242,7 +249,7 @@ def _delete(graph: Any, draw: st.DrawFn) -> Any:
     paths = [p for p in _paths(graph) if p]
     if not paths:
         return graph
-    path = draw(st.sampled_from(paths))
+    path = pick(draw, paths)
     parent = _parent(graph, path)
     del parent[path[-1]]
     return graph
@@ -252,7 +259,7 @@ def _add_key(graph: Any, draw: st.DrawFn) -> Any:
     objects = [p for p in _paths(graph) if isinstance(_parent(graph, (*p, None)), dict)]
     if not objects:
         return graph
-    target = _parent(graph, (*draw(st.sampled_from(objects)), None))
+    target = _parent(graph, (*pick(draw, objects), None))
     key = draw(st.one_of(NAMES, st.sampled_from(["param", "input", "op", "type", "n", "file"])))
     target[key] = draw(ADVERSARIAL)
     return graph
@@ -266,7 +273,7 @@ def _nodes(graph: Any) -> list[Any]:
 def _duplicate_node(graph: Any, draw: st.DrawFn) -> Any:
     nodes = _nodes(graph)
     if nodes:
-        graph["nodes"].append(copy.deepcopy(draw(st.sampled_from(nodes))))
+        graph["nodes"].append(copy.deepcopy(pick(draw, nodes)))
     return graph
 
 
@@ -275,13 +282,13 @@ def _rewire(graph: Any, draw: st.DrawFn) -> Any:
     nodes = _nodes(graph)
     if not nodes:
         return graph
-    node = draw(st.sampled_from(nodes))
+    node = pick(draw, nodes)
     inputs = node.get("inputs")
     if not isinstance(inputs, dict) or not inputs:
         return graph
-    name = draw(st.sampled_from(sorted(inputs, key=str)))
+    name = pick(draw, sorted(inputs, key=str))
     ids = [n.get("id") for n in nodes]
-    inputs[name] = draw(st.sampled_from([node.get("id"), *ids, "nowhere", "", "x", "A"]))
+    inputs[name] = pick(draw, [node.get("id"), *ids, "nowhere", "", "x", "A"])
     return graph
 
 
@@ -299,8 +306,8 @@ def _set_size(graph: Any, draw: st.DrawFn) -> Any:
     ]
     if not extents:
         return graph
-    target = draw(st.sampled_from(extents))
-    key = draw(st.sampled_from(["n", "rows", "cols", "seed"]))
+    target = pick(draw, extents)
+    key = pick(draw, ["n", "rows", "cols", "seed"])
     target[key] = draw(
         st.one_of(
             st.sampled_from([0, -1, -(2**63), 1.5, float("nan"), float("inf"), True, "3"]),
@@ -314,8 +321,8 @@ def _set_file(graph: Any, draw: st.DrawFn) -> Any:
     specs = graph.get("inputs") if isinstance(graph, dict) else None
     if not isinstance(specs, dict) or not specs:
         return graph
-    name = draw(st.sampled_from(sorted(specs, key=str)))
-    kind = draw(st.sampled_from(["vector", "matrix", "scalar"]))
+    name = pick(draw, sorted(specs, key=str))
+    kind = pick(draw, ["vector", "matrix", "scalar"])
     specs[name] = {"type": kind, "file": draw(FILE_PATHS)}
     return graph
 
@@ -323,7 +330,7 @@ def _set_file(graph: Any, draw: st.DrawFn) -> Any:
 def _set_op(graph: Any, draw: st.DrawFn) -> Any:
     nodes = _nodes(graph)
     if nodes:
-        node = draw(st.sampled_from(nodes))
+        node = pick(draw, nodes)
         node["op"] = draw(
             st.one_of(st.sampled_from([*OPS, "conv2d", "SUM", "", "__class__"]), NAMES)
         )
@@ -333,8 +340,8 @@ def _set_op(graph: Any, draw: st.DrawFn) -> Any:
 def _set_param(graph: Any, draw: st.DrawFn) -> Any:
     nodes = _nodes(graph)
     if nodes:
-        node = draw(st.sampled_from(nodes))
-        name = draw(st.sampled_from(["iterations", "tolerance", "iteration", "alpha"]))
+        node = pick(draw, nodes)
+        name = pick(draw, ["iterations", "tolerance", "iteration", "alpha"])
         node["params"] = {name: draw(ADVERSARIAL)}
     return graph
 
@@ -374,7 +381,7 @@ def mutated(draw: st.DrawFn, base: st.SearchStrategy[dict[str, Any]], most: int 
     """A graph from `base` with 0 to `most` mutations applied."""
     graph: Any = copy.deepcopy(draw(base))
     for _ in range(draw(st.integers(0, most))):
-        graph = draw(st.sampled_from(MUTATIONS))(graph, draw)
+        graph = pick(draw, MUTATIONS)(graph, draw)
     return graph
 
 
@@ -392,17 +399,13 @@ def documents(draw: st.DrawFn, graphs: st.SearchStrategy[Any]) -> bytes:
         return data[: draw(st.integers(0, len(data)))]
     if how == 1:  # a byte that is not UTF-8, somewhere
         at = draw(st.integers(0, len(data)))
-        return (
-            data[:at]
-            + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x00"]))
-            + data[at:]
-        )
+        return data[:at] + pick(draw, [b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x00"]) + data[at:]
     if how == 2:
         return text.encode("utf-16")
     if how == 3:
         return b"\xef\xbb\xbf" + data  # a UTF-8 byte order mark
     if how == 4:  # nested far deeper than any parser recursion limit
-        depth = draw(st.sampled_from([100, 1000, 30_000]))
+        depth = pick(draw, [100, 1000, 30_000])
         return b"[" * depth + b"]" * depth
     if how == 5:  # a number with more digits than int() accepts
         return data.replace(b"1", b"1" + b"7" * 5000, 1) if b"1" in data else b"1" * 5000

@@ -22,12 +22,17 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from gpulab.backends import runner
 from gpulab.cli import main as cli_main
+from gpulab.graph import MemoryLimit
 from hypothesis import HealthCheck, settings
 
 CONTRACT_CODES = {0, 2, 3, 4}
-CASE_TIMEOUT_S = 60
+CASE_TIMEOUT_S = 20
 """A case still running after this long is a hang (the biggest fuzzed graph runs in ms)."""
+RUN_MEMORY = MemoryLimit(64 << 20, "available memory (capped by the fuzz suite)")
+"""In-process runs may hold this much: a fuzzed size is then small or refused, never a real
+multi-gigabyte run (legitimate, but minutes of work on a shared CI machine)."""
 
 SCRIPT = Path(sys.executable).with_name("gpulab")
 GPULAB = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gpulab"]
@@ -96,14 +101,17 @@ _PARSER = cli_main.build_parser()
 
 @contextlib.contextmanager
 def _one_parser() -> Iterator[None]:
-    """main() with the parser built once: building it costs more than most cases (argparse
-    and gettext), and it is the same parser every time in one process."""
-    build = cli_main.build_parser
+    """main() with the parser built once (building it costs more than most cases: argparse
+    and gettext; it is the same parser every time in one process), and runs capped at
+    RUN_MEMORY."""
+    build, available = cli_main.build_parser, runner.available_memory
     cli_main.build_parser = lambda: _PARSER  # type: ignore[assignment]
+    runner.available_memory = lambda: min(available(), RUN_MEMORY, key=lambda m: m.bytes)  # type: ignore[assignment]
     try:
         yield
     finally:
         cli_main.build_parser = build  # type: ignore[assignment]
+        runner.available_memory = available  # type: ignore[assignment]
 
 
 def in_process(argv: Sequence[str]) -> Outcome:

@@ -8,6 +8,7 @@ are CI's; GPULAB_FUZZ_EXAMPLES=N scales every test to N/1000 times as many (test
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -44,14 +45,28 @@ def _check_run(validated: Outcome, ran: Outcome, graph_text: bytes) -> None:
     detail = f"{validated.describe()}\n{ran.describe()}\ngraph: {graph_text[:3000]!r}"
     if validated.code == 2:
         assert ran.code == 2, detail
-        # Both report the same problems (run may add nothing: it validates the same way).
-        assert ran.err == validated.err, detail
+        # The same problems (validated the same way; the run's memory limit is lower).
+        said, reported = _problems(validated.err), _problems(ran.err)
+        assert said <= reported, detail
+        assert all(line.endswith(_MEMORY) for line in reported - said), detail
+    elif ran.code == 2:
+        # Valid, but larger than the memory a run may hold now (capped in this suite).
+        assert validated.code == 0, detail
+        assert "of available memory (capped by the fuzz suite) exist" in ran.err, detail
     else:
         assert validated.code == 0, detail
         # A valid graph runs, or fails with a runtime reason (normalize of a zero vector).
         assert ran.code in (0, 4), detail
     if ran.code == 0:
         assert set(result_of(ran)["outputs"]) == set(_outputs(graph_text)), detail
+
+
+_MEMORY = "<memory limit>"
+
+
+def _problems(err: str) -> set[str]:
+    """The lines of `err` with the memory limit named in size problems replaced."""
+    return {re.sub(r", only [^,]* exist$", _MEMORY, line) for line in err.splitlines()}
 
 
 def _outputs(graph_text: bytes) -> list[str]:
@@ -128,3 +143,76 @@ def test_submit_checks_the_graph_before_slurm(graph_dir: Path, document: bytes) 
         assert (submitted.code, submitted.err) == (2, validated.err), submitted.describe()
     else:
         assert submitted.code == 3, submitted.describe()
+
+
+@fuzz_settings(80)
+@given(
+    document=documents(_graphs(("cpu",))),
+    backend=st.sampled_from(["auto", "vulkan"]),
+    budget=st.sampled_from(["16", "64", "256", "4K", "1M"]),
+)
+def test_run_under_a_tiny_memory_budget(
+    graph_dir: Path, document: bytes, backend: str, budget: str
+) -> None:
+    """Device memory runs out at any point: exit 4 on vulkan, a reported cpu run under auto;
+    never a leaked Vulkan object."""
+    before = live_handles()
+    path = _write(graph_dir, document)
+    validated = in_process(["validate", path])
+    ran = in_process(["run", path, "--backend", backend, "--memory-budget", budget])
+    _check_run(validated, ran, document)
+    if ran.code == 0 and backend == "auto":
+        result = result_of(ran)
+        assert ("fallback" in result) == (result["backend"] == "cpu"), ran.describe()
+        if "fallback" in result:
+            assert "ran on cpu instead of vulkan: " in ran.err, ran.describe()
+    assert live_handles() == before
+
+
+ARGUMENTS = st.one_of(
+    st.sampled_from(
+        [
+            "--backend",
+            "vulkan",
+            "cpu",
+            "gpu",
+            "--device",
+            "-1",
+            "7",
+            "99999999999999999999",
+            "--memory-budget",
+            "0",
+            "1M",
+            "-5",
+            "--output",
+            "/nonexistent/dir/out.json",
+            "--compare",
+            "native",
+            "--full",
+            "--",
+            "-",
+            "",
+        ]
+    ),
+    st.text(max_size=8),
+)
+
+
+@fuzz_settings(400)
+@given(
+    command=st.sampled_from(["run", "validate", "submit", "schema", "bogus"]),
+    arguments=st.lists(ARGUMENTS, max_size=6),
+)
+def test_command_lines(graph_dir: Path, command: str, arguments: list[str]) -> None:
+    """Flags in any order and with any value: argparse's exit 2 or a contract code."""
+    path = _write(
+        graph_dir,
+        b'{"version": 1, "nodes": [{"id": "s", "op": "sum", '
+        b'"inputs": {"x": "x"}}], "inputs": {"x": {"type": "vector", '
+        b'"data": [1, 2]}}, "outputs": ["s"]}',
+    )
+    argv = [command, path, *arguments]
+    if command == "submit":
+        argv += ["--shared-dir", str(graph_dir / "jobs")]
+    outcome = in_process(argv)
+    check_contract(outcome)

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from gpulab.backends import runner
+from gpulab.graph import MemoryLimit, load_graph, materialize, values
 
 from tests.fuzz.harness import Outcome, check_contract, in_process, result_of
 
@@ -179,3 +181,25 @@ def test_overflow_while_running_gives_null_without_numpy_warnings(tmp_path: Path
     assert outcome.code == 0, outcome.describe()
     assert result_of(outcome)["outputs"]["s"]["data"] == [None, 10.0]
     assert outcome.err == ""
+
+
+def test_run_refuses_a_graph_larger_than_the_available_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Was: checked against physical memory only, so a graph between the free and the total
+    # memory was attempted (and met the OOM killer). `validate` keeps the physical limit.
+    monkeypatch.setattr(runner, "available_memory", lambda: MemoryLimit(64, "available memory"))
+    document = graph(x={"type": "vector", "fill": {"n": 100, "value": 1.0}})
+    refused(
+        run(tmp_path, document, "--backend", "cpu", command="run"),
+        "inputs.x: [100] float32 values need 400 bytes, only 64 bytes of available memory exist",
+    )
+    assert run(tmp_path, document).code == 0
+
+
+def test_random_inputs_are_drawn_in_chunks_with_the_same_stream() -> None:
+    # Was: one float64 draw of the whole input (three times its float32 size at the peak).
+    document = graph(x={"type": "vector", "random": {"n": 2 * values.RANDOM_CHUNK + 3, "seed": 5}})
+    got = materialize(load_graph(document).inputs["x"])
+    want = np.random.default_rng(5).uniform(0.0, 1.0, 2 * values.RANDOM_CHUNK + 3)
+    assert np.array_equal(got, want.astype(np.float32))

@@ -207,4 +207,4 @@ def test_graph_larger_than_host_memory_is_invalid_on_vulkan_too(
     )
     # Larger than the host: invalid anywhere (exit 2). Larger than only the device is a run
     # failure (exit 4) or, under auto, a fall back: tests/payload/test_cli_memory.py.
-    assert "of host memory exist" in err
+    assert "host memory exist" in err

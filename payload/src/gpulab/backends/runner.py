@@ -12,7 +12,7 @@ from gpulab.backends.base import FloatArray, OperationExecutor, Segment, Segment
 from gpulab.backends.result import NodeRecord, Result
 from gpulab.backends.select import open_executor, resolve
 from gpulab.backends.vulkan import VulkanExecutor
-from gpulab.graph import Graph, MemoryLimit, Node, host_memory, materialize, schedule
+from gpulab.graph import Graph, MemoryLimit, Node, available_memory, materialize, schedule
 
 COMPARE_RTOL = 1e-3
 """Largest error, relative to the largest magnitude of the cpu output, that --compare accepts."""
@@ -70,10 +70,11 @@ class Runner:
         self._closed = False
 
     def memory_limit(self) -> MemoryLimit:
-        """What a graph may hold at once to be valid here: the host's memory, where every
-        value is made and where cpu runs. A graph that fits the host but not the device is
-        valid: on Vulkan it is an out-of-memory failure (exit 4), under `auto` a fall back."""
-        return host_memory()
+        """What a graph may hold at once to run here: the host memory available now (every
+        value is made on the host, and cpu runs there). A graph that fits the host but not
+        the device is valid: on Vulkan that is an out-of-memory failure (exit 4), under
+        `auto` a fall back to cpu."""
+        return available_memory()
 
     def executor(self, backend: str) -> OperationExecutor:
         """The open executor of a concrete backend (opened on first use)."""

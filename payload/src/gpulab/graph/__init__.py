@@ -14,7 +14,7 @@ from gpulab.graph.model import (
 from gpulab.graph.problems import GraphInvalid, Problem
 from gpulab.graph.schedule import Schedule, schedule
 from gpulab.graph.schema import graph_schema
-from gpulab.graph.validate import MemoryLimit, host_memory, validate
+from gpulab.graph.validate import MemoryLimit, available_memory, host_memory, validate
 from gpulab.graph.values import materialize
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "Problem",
     "Ref",
     "Schedule",
+    "available_memory",
     "graph_schema",
     "host_memory",
     "load_graph",

@@ -33,6 +33,20 @@ def host_memory() -> MemoryLimit:
     return MemoryLimit(total, "host memory")
 
 
+def available_memory() -> MemoryLimit:
+    """The memory the kernel could give this process now (MemAvailable), for a run: a graph
+    larger than that is refused before anything is made, instead of meeting the OOM killer
+    half way. Physical memory where /proc/meminfo does not say."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return MemoryLimit(int(line.split()[1]) * 1024, "available host memory")
+    except (OSError, ValueError, IndexError):
+        pass
+    return host_memory()
+
+
 def _size(count: int) -> str:
     if count >= GIB:
         return f"{count / GIB:.2f} GiB"
