@@ -48,7 +48,8 @@ total=$((SECONDS - start))
 remove_volumes
 
 # One JSON line per record: {"playbook": ..., "seconds": ...} from the callback
-# (molecule/default/plugins/callback), {"job_round_trip": ...} from the verify tests.
+# (molecule/default/plugins/callback), {"job_round_trip": ...} and {"fault": ...} from the
+# verify tests.
 python3 - "$GPULAB_TIMINGS_FILE" "$total" "$rc" "$scenario" <<'PY'
 import json, sys
 path, total, rc, scenario = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -67,6 +68,13 @@ print(f"molecule test ({scenario}): {'PASSED' if rc == 0 else f'FAILED (exit {rc
 print(f"  cold converge                 {fmt(converges, 0)}")
 print(f"  idempotent converge           {fmt(converges, 1)}")
 print(f"  one-line Slurm job round trip {fmt(trips, 0, digits=3)}")
+# {"fault": ..., "recovery_s": ..., "lost": ...} from a fault scenario's tests (molecule/faults).
+faults = [r for r in records if "fault" in r]
+if faults:
+    print(f"  {'fault':<29} {'recovery':>9}   job results lost")
+    for r in faults:
+        lost = "none" if r["lost"] == 0 else str(r["lost"])
+        print(f"  {r['fault']:<29} {r['recovery_s']:>7.1f} s   {lost}")
 print("=" * 64)
 PY
 exit "$rc"

@@ -1,0 +1,55 @@
+"""Fixtures for the fault tests: the cluster under test, a healthy start, and the fault record.
+
+The tests run against the molecule scenario (molecule sets MOLECULE_INVENTORY_FILE) or a
+lab of the same shape (GPULAB_TEST_INVENTORY). Faults are injected with the real container
+runtime (`podman restart`) and systemd inside the containers (`podman exec`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+
+import pytest
+from lab_ops import Cluster, Lab
+
+Record = Callable[..., None]
+
+
+@pytest.fixture(scope="session")
+def lab() -> Lab:
+    inventory = os.environ.get("GPULAB_TEST_INVENTORY") or os.environ.get("MOLECULE_INVENTORY_FILE")
+    if not inventory:
+        raise pytest.UsageError("set GPULAB_TEST_INVENTORY (a lab inventory) or use molecule")
+    return Lab(Cluster.load(inventory))
+
+
+@pytest.fixture
+def healthy_lab(lab: Lab) -> Lab:
+    """Every worker in service before a fault: one fault's aftermath must not hide in the next."""
+    states = lab.wait_workers_in_service(timeout=240)
+    assert all(lab.in_service(state) for state, _ in states.values()), (
+        f"workers not in service: {states}"
+    )
+    return lab
+
+
+@pytest.fixture
+def record_fault() -> Iterator[Record]:
+    """Prints one line per fault and appends it to $GPULAB_TIMINGS_FILE for lab/molecule-test.sh."""
+    records: list[dict[str, object]] = []
+
+    def record(fault: str, recovery_s: float, lost: list[str], detail: str = "") -> None:
+        lost_text = "none" if not lost else f"{len(lost)} ({'; '.join(lost)})"
+        print(f"\nfault {fault}: recovered in {recovery_s:.1f} s, job results lost: {lost_text}")
+        if detail:
+            print(f"  {detail}")
+        records.append({"fault": fault, "recovery_s": round(recovery_s, 1), "lost": len(lost)})
+
+    yield record
+    path = os.environ.get("GPULAB_TIMINGS_FILE")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            for item in records:
+                out.write(json.dumps(item) + "\n")

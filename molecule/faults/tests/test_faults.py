@@ -1,0 +1,295 @@
+"""Faults on a converged cluster: what the user sees, the time to recovery, and that no
+job result is lost. Each test injects one fault with podman or systemd, waits for the
+cluster to recover by itself (or by the documented remedy), and checks every job's result
+by content. The tests run in file order; each starts from a cluster with every worker in
+service."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import Record
+from lab_ops import TERMINAL_STATES, JobRun, Lab, wait_for
+
+SLURMCTLD_LOG = "/var/log/slurm/slurmctld.log"
+SLURMD_LOG = "/var/log/slurm/slurmd.log"
+MUNGE_KEY = "/etc/munge/munge.key"
+# Long enough for a job to be cut by the fault, short enough for the scenario.
+JOB_STEPS = 30
+# Slurm needs SlurmdTimeout (fault_lab.yml) plus a ping to call a silent node down.
+DOWN_TIMEOUT = 150
+FINAL_TIMEOUT = 420
+
+
+def _clearly_failed_or_complete(run: JobRun, finals: dict[str, str]) -> None:
+    for job in run.jobs:
+        state = finals[job.job_id]
+        assert state in TERMINAL_STATES, f"job {job.job_id} is {state}, not finished"
+        if state == "COMPLETED":
+            assert run.result_complete(job), (
+                f"job {job.job_id} COMPLETED without its complete result"
+            )
+
+
+def _wait_down(lab: Lab, host: str) -> tuple[str, str]:
+    def probe() -> tuple[str, str] | None:
+        state, reason = lab.worker_state(host)
+        return (state, reason) if state.startswith("down") and reason else None
+
+    return wait_for(probe, DOWN_TIMEOUT, interval=2) or lab.worker_state(host)
+
+
+def _wait_in_service(lab: Lab, host: str, timeout: float = 240) -> tuple[str, str]:
+    def probe() -> tuple[str, str] | None:
+        state, reason = lab.worker_state(host)
+        return (state, reason) if lab.in_service(state) else None
+
+    return wait_for(probe, timeout, interval=1) or lab.worker_state(host)
+
+
+def test_slurmd_killed_during_a_job(healthy_lab: Lab, record_fault: Record) -> None:
+    """slurmd dies (SIGKILL, no stop): the node goes down with a reason, the job is requeued
+    (or fails clearly), and a restarted slurmd brings the node back with no scontrol resume."""
+    lab = healthy_lab
+    worker = lab.cluster.workers[0]
+    run = JobRun(lab, "slurmd-killed")
+    job = run.submit(node=worker, steps=JOB_STEPS)
+    assert run.wait_running(job), f"job {job.job_id} did not start: {run.job_fields(job)}"
+    assert wait_for(lambda: run.progress(job) >= 2, 60), "the job wrote nothing"
+
+    start = time.monotonic()
+    lab.run(worker, "systemctl kill --kill-who=main --signal=KILL slurmd")
+    state, reason = _wait_down(lab, worker)
+    detected = time.monotonic() - start
+    assert state.startswith("down"), f"{worker} is {state} {DOWN_TIMEOUT} s after slurmd was killed"
+    assert reason, f"{worker} is {state} with no reason"
+    fields = run.job_fields(job)
+    # Requeued (Restarts counts it, PENDING until the node returns) or failed clearly.
+    requeued = int(fields.get("Restarts", "0")) >= 1 or fields.get("JobState") in (
+        "PENDING",
+        "REQUEUED",
+    )
+    assert requeued or fields.get("JobState") in TERMINAL_STATES - {"COMPLETED"}, (
+        f"job after the fault: {fields}"
+    )
+
+    lab.run(worker, "systemctl start slurmd")
+    back, _ = _wait_in_service(lab, worker)
+    recovered = time.monotonic() - start
+    assert lab.in_service(back), (
+        f"{worker} is {back} after slurmd started again (ReturnToService=2 returns it)"
+    )
+
+    finals = run.wait_final(FINAL_TIMEOUT)
+    lost = run.lost(finals)
+    record_fault(
+        "slurmd-killed",
+        recovered,
+        lost,
+        f"{lab.nodename(worker)} {state} ({reason}) after {detected:.1f} s; job {job.job_id} "
+        f"{'requeued' if requeued else fields.get('JobState')}, finally {finals[job.job_id]}",
+    )
+    assert not lost
+    _clearly_failed_or_complete(run, finals)
+
+
+def test_slurmctld_restarted_with_jobs_queued_and_running(
+    healthy_lab: Lab, record_fault: Record
+) -> None:
+    """The queue and the running jobs survive a slurmctld restart (StateSaveLocation)."""
+    lab = healthy_lab
+    run = JobRun(lab, "slurmctld-restarted")
+    running = [run.submit(node=w, steps=JOB_STEPS, exclusive=True) for w in lab.cluster.workers]
+    queued = [run.submit(steps=5, exclusive=True) for _ in lab.cluster.workers]
+    assert all(run.wait_running(j) for j in running), {j.job_id: run.state(j) for j in running}
+    before = {j.job_id: run.state(j) for j in run.jobs}
+    assert [before[j.job_id] for j in queued] == ["PENDING"] * len(queued), before
+
+    start = time.monotonic()
+    lab.run(lab.cluster.controller, "systemctl restart slurmctld")
+    assert wait_for(lab.slurmctld_answers, 120), "slurmctld does not answer after its restart"
+    recovered = time.monotonic() - start
+    after = {j.job_id: run.state(j) for j in run.jobs}
+    assert [after[j.job_id] for j in running] == ["RUNNING"] * len(running), (before, after)
+    assert all(after[j.job_id] in ("PENDING", "RUNNING") for j in queued), (before, after)
+
+    finals = run.wait_final(FINAL_TIMEOUT)
+    lost = run.lost(finals)
+    record_fault(
+        "slurmctld-restarted",
+        recovered,
+        lost,
+        f"before {before}, after the restart {after}, finally {finals}",
+    )
+    assert not lost
+    assert set(finals.values()) == {"COMPLETED"}, finals
+    _clearly_failed_or_complete(run, finals)
+
+
+def _converge(lab: Lab) -> subprocess.CompletedProcess[str]:
+    """The documented remedy: site.yml again, as molecule converges it."""
+    project = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
+    env = {k: v for k, v in os.environ.items() if k != "GPULAB_TIMINGS_FILE"}
+    return subprocess.run(
+        ["ansible-playbook", "-i", lab.cluster.inventory, str(project / "site.yml")],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=1200,
+    )
+
+
+def test_worker_with_another_munge_key(healthy_lab: Lab, record_fault: Record) -> None:
+    """A worker whose munge key differs is refused (credential errors) and marked down with a
+    reason; converging site.yml again puts the cluster key back and the worker returns."""
+    lab = healthy_lab
+    worker = lab.cluster.workers[-1]
+    log_mark = lab.log_size(lab.cluster.controller, SLURMCTLD_LOG)
+
+    start = time.monotonic()
+    lab.run(
+        worker,
+        f"mungekey --create --force --keyfile={MUNGE_KEY} && chown munge:munge {MUNGE_KEY} "
+        f"&& chmod 0400 {MUNGE_KEY} && systemctl restart munge",
+    )
+    state, reason = _wait_down(lab, worker)
+    detected = time.monotonic() - start
+    assert state.startswith("down"), (
+        f"{worker} is {state} {DOWN_TIMEOUT} s after its munge key changed"
+    )
+    assert reason, f"{worker} is {state} with no reason"
+    refusals = [
+        line
+        for line in lab.log_tail_since(lab.cluster.controller, SLURMCTLD_LOG, log_mark).splitlines()
+        if "munge" in line.lower()
+        or "credential" in line.lower()
+        or "authentication" in line.lower()
+    ]
+    assert refusals, "slurmctld logged no refused credential from the worker"
+
+    converge = _converge(lab)
+    assert converge.returncode == 0, (
+        f"re-converge failed:\n{converge.stdout[-3000:]}{converge.stderr[-2000:]}"
+    )
+    back, _ = _wait_in_service(lab, worker)
+    recovered = time.monotonic() - start
+    assert lab.in_service(back), f"{worker} is {back} after the re-converge"
+    keys = {
+        lab.run(h, f"sha256sum {MUNGE_KEY}").stdout.split()[0]
+        for h in (lab.cluster.controller, worker)
+    }
+    assert len(keys) == 1, (
+        "the worker's munge key differs from the controller's after the re-converge"
+    )
+
+    run = JobRun(lab, "munge-healed")
+    job = run.submit(node=worker, steps=3)
+    finals = run.wait_final(FINAL_TIMEOUT)
+    lost = run.lost(finals)
+    record_fault(
+        "munge-key-mismatch",
+        recovered,
+        lost,
+        f"{lab.nodename(worker)} {state} ({reason}) after {detected:.1f} s; "
+        f"slurmctld: {refusals[0].strip()[:160]}; "
+        f"healed by re-converge; job {job.job_id} on it then {finals[job.job_id]}",
+    )
+    assert not lost
+    assert finals[job.job_id] == "COMPLETED", finals
+
+
+def test_nfs_server_restarted_during_a_job(healthy_lab: Lab, record_fault: Record) -> None:
+    """The NFS server's container restarts while a job writes over NFS: the job completes
+    (its writes retried) or fails with one clear line; no partial result looks complete."""
+    lab = healthy_lab
+    run = JobRun(lab, "nfs-restarted")
+    job = run.submit(kind="nfs", node=lab.cluster.workers[0], steps=20)
+    assert run.wait_running(job), f"job {job.job_id} did not start: {run.job_fields(job)}"
+    assert wait_for(lambda: run.progress(job) >= 3, 90), (
+        f"the job wrote nothing over NFS: {run.output(job)}"
+    )
+
+    start = time.monotonic()
+    storage = lab.cluster.container(lab.cluster.storage)
+    subprocess.run(
+        ["podman", "restart", "--time", "10", storage], check=True, capture_output=True, timeout=120
+    )
+    share_id = f"{lab.nfs_url}/.gpulab-share-id"
+    assert wait_for(
+        lambda: lab.run(lab.cluster.controller, f"nfs-cat {share_id}", check=False).returncode == 0,
+        180,
+        2,
+    ), "the share does not answer over NFS after the server's restart"
+    recovered = time.monotonic() - start
+
+    finals = run.wait_final(FINAL_TIMEOUT)
+    lost = run.lost(finals)
+    output = run.output(job)
+    retries = output.count("fault-job: retrying")
+    record_fault(
+        "nfs-server-restarted",
+        recovered,
+        lost,
+        f"job {job.job_id} {finals[job.job_id]} after {retries} retried writes; last line: "
+        f"{(output.strip().splitlines() or [''])[-1][:160]}",
+    )
+    assert not lost
+    if finals[job.job_id] != "COMPLETED":
+        assert "fault-job: cannot write" in output, (
+            f"job {job.job_id} {finals[job.job_id]} without a clear error"
+        )
+        assert not run.result_complete(job)
+    _clearly_failed_or_complete(run, finals)
+
+
+def test_worker_container_restarted(healthy_lab: Lab, record_fault: Record) -> None:
+    """A worker's container restarts (a reboot) during a job: it rejoins with no manual step,
+    the job is requeued or fails clearly, and new jobs run on the worker."""
+    lab = healthy_lab
+    worker = lab.cluster.workers[-1]
+    run = JobRun(lab, "worker-restarted")
+    job = run.submit(node=worker, steps=JOB_STEPS)
+    assert run.wait_running(job), f"job {job.job_id} did not start: {run.job_fields(job)}"
+    assert wait_for(lambda: run.progress(job) >= 2, 60), "the job wrote nothing"
+
+    start = time.monotonic()
+    container = lab.cluster.container(worker)
+    subprocess.run(
+        ["podman", "restart", "--time", "10", container],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    seen: set[str] = set()
+
+    def rejoined() -> bool:
+        state, reason = lab.worker_state(worker)
+        seen.add(f"{state}{f' ({reason})' if reason else ''}")
+        return (
+            lab.in_service(state)
+            and lab.run(worker, "systemctl is-active slurmd munge", check=False).returncode == 0
+        )
+
+    assert wait_for(rejoined, 300, interval=1), (
+        f"{worker} did not rejoin: {lab.worker_state(worker)}"
+    )
+    recovered = time.monotonic() - start
+
+    after = run.submit(node=worker, steps=3)
+    finals = run.wait_final(FINAL_TIMEOUT)
+    lost = run.lost(finals)
+    record_fault(
+        "worker-restarted",
+        recovered,
+        lost,
+        f"{lab.nodename(worker)} went through {sorted(seen)}; job {job.job_id} "
+        f"{finals[job.job_id]} (restarts {run.job_fields(job).get('Restarts', '?')}); "
+        f"job {after.job_id} after the rejoin {finals[after.job_id]}",
+    )
+    assert not lost
+    assert finals[after.job_id] == "COMPLETED", finals
+    _clearly_failed_or_complete(run, finals)
