@@ -7,13 +7,10 @@ from pathlib import Path
 import pytest
 from gpulab.vk import Instance
 
-from tests.fuzz.graphs import write_npy_files
+from tests.fuzz.graphs import FILE_N, write_npy_files
 from tests.vulkan_fixtures import no_leaked_handles, process_instance
 
 __all__ = ["graph_dir", "no_leaked_handles", "process_instance"]
-
-FILE_N = 4
-"""The length of the vectors (and size of the square matrices) in the .npy files."""
 
 
 @pytest.fixture(scope="session")

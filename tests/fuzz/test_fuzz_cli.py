@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from gpulab.vk import live_handles
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from tests.fuzz.graphs import documents, mutated, valid_graphs
@@ -42,6 +42,7 @@ def _write(folder: Path, document: bytes) -> str:
 
 def _check_run(validated: Outcome, ran: Outcome, graph_text: bytes) -> None:
     check_contract(ran)
+    event(f"validate exit {validated.code}, run exit {ran.code}")  # --hypothesis-show-statistics
     detail = f"{validated.describe()}\n{ran.describe()}\ngraph: {graph_text[:3000]!r}"
     if validated.code == 2:
         assert ran.code == 2, detail
