@@ -244,7 +244,7 @@ def test_jobs_run_as_the_unprivileged_job_user(
     out = controller.check_output(
         "runuser -u %s -- srun --nodes=1 --nodelist=%s sh -c %s",
         user["name"],
-        worker,
+        cluster.node_name(worker),
         "id -u; id -Gn; sudo -n true 2>&1 || true",
     )
     uid, groups, sudo = [*out.splitlines(), "", "", ""][:3]
@@ -261,7 +261,7 @@ def test_validation_results_on_the_share_belong_to_the_job_user(cluster: Cluster
     if not server.file(f"{root}/jobs/validate").is_directory:
         pytest.skip("no validation run on the share (molecule's side effect runs one)")
     others = server.check_output(
-        "find %s/jobs/validate -mindepth 1 ! -uid %s -printf '%%p %%u\\n'", root, user["uid"]
+        "find %s/jobs/validate -mindepth 1 ! -uid %s -printf '%%p %%u\\n'", root, str(user["uid"])
     )
     assert others == "", f"not written by {user['name']}: {others.splitlines()[:10]}"
 
