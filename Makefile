@@ -5,19 +5,27 @@ VENV ?= .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help setup image lab lab-up lab-fresh lab-down converge test lint test-payload test-collection \
-        test-molecule shaders collection
+.PHONY: help setup image image-trixie image-arm64 lab lab-up lab-fresh lab-down converge test lint \
+        test-payload test-collection test-molecule test-debian13 test-faults test-mixed-arch \
+        test-scenarios fuzz-long shaders collection
 
 help:
 	@echo "make lab        install everything, build the lab image, start the lab, converge, validate, self-test"
 	@echo "make test       lint, payload tests, collection tests, molecule test (what CI runs)"
 	@echo "make lab-down   remove the lab"
+	@echo "make test-scenarios  the molecule scenarios CI leaves out: debian13, faults, mixed-arch"
 
 setup:
 	@bash scripts/setup.sh
 
 image: setup
 	@bash lab/build-image.sh
+
+image-trixie: setup
+	@bash lab/build-image.sh --suite trixie
+
+image-arm64: setup
+	@bash lab/build-image.sh --arch arm64
 
 lab-up: image
 	@bash lab/up.sh
@@ -52,18 +60,36 @@ shaders:
 native native-arm64 native-sanitize: ; @$(MAKE) -C payload/native $@
 
 lint: setup collection
-	ruff check payload tests
-	ruff format --check payload tests
+	ruff check payload tests lab molecule
+	ruff format --check payload tests lab molecule
 	mypy
 	ansible-lint
 
 test-payload: setup native
-	pytest tests/payload tests/native tests/memory tests/kernels tests/graph tests/submit
+	pytest tests/payload tests/native tests/memory tests/kernels tests/graph tests/submit tests/fuzz
+
+# More random graphs than CI's fixed set (new ones each run; about 10 min per 5000).
+fuzz-long: setup native
+	GPULAB_FUZZ_EXAMPLES=20000 pytest -q tests/fuzz
 
 test-collection: setup collection
-	pytest tests/collection tests/inventory
+	pytest tests/collection tests/inventory tests/roles tests/cross
 
 test-molecule: image collection
 	bash lab/molecule-test.sh
+
+# The same cluster on Debian 13 (Slurm 24.11): the roles on a second Slurm release.
+test-debian13: image-trixie collection
+	bash lab/molecule-test.sh --scenario debian13
+
+# Faults on a running cluster: each prints its time to recovery and lost job results.
+test-faults: image collection
+	bash lab/molecule-test.sh --scenario faults
+
+# An arm64 worker under qemu-user beside an x86_64 one, cross-deployed (slow: emulation).
+test-mixed-arch: image image-arm64 collection
+	bash lab/molecule-test.sh --scenario mixed-arch
+
+test-scenarios: test-debian13 test-faults test-mixed-arch
 
 test: lint test-payload test-collection test-molecule native-sanitize native-arm64

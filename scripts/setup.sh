@@ -6,8 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
-  # containers for the lab and molecule
-  podman runc debootstrap uidmap slirp4netns
+  # containers for the lab and molecule; netavark + aardvark-dns give a network's
+  # containers DNS by name (CNI, which podman falls back to without them, has none here)
+  podman runc debootstrap uidmap slirp4netns netavark aardvark-dns
   # Vulkan: the loader, lavapipe (a CPU device), the GLSL compiler, vulkaninfo
   libvulkan1 mesa-vulkan-drivers glslc glslang-tools vulkan-tools vulkan-validationlayers
   # native libraries and their cross builds
@@ -31,6 +32,14 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# aarch64 binaries (the cross-built libraries' tests, the arm64 lab image) run under
+# qemu-user; with no systemd here to register it at boot, register it on every setup.
+if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
+  step "binfmt: registering qemu-aarch64"
+  [ -e /proc/sys/fs/binfmt_misc/register ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+  update-binfmts --enable qemu-aarch64
+fi
+
 # crun fails on hybrid cgroup hosts and setrlimit is refused here (shared/HARNESS.md).
 conf=/etc/containers/containers.conf
 if ! grep -qs 'gpulab' "$conf"; then
@@ -44,6 +53,12 @@ default_ulimits = []
 [engine]
 runtime = "runc"
 CONF
+fi
+# Networks with DNS by container name: netavark, explicitly, also where CNI networks exist
+# (podman keeps CNI as soon as any CNI network has been made).
+if ! grep -qs '^network_backend' "$conf"; then
+  step "podman: network backend netavark ($conf)"
+  printf '\n[network]\nnetwork_backend = "netavark"\n' >>"$conf"
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then

@@ -10,9 +10,8 @@ from __future__ import annotations
 import secrets
 import subprocess
 
-from testinfra.host import Host
-
 from conftest import Cluster
+from testinfra.host import Host
 
 
 def storage(cluster: Cluster) -> str:
@@ -28,9 +27,7 @@ def address(host: Host) -> str:
 
 
 def test_export_lists_only_the_cluster(cluster: Cluster) -> None:
-    conf = (
-        cluster.node(storage(cluster)).file("/etc/ganesha/ganesha.conf").content_string
-    )
+    conf = cluster.node(storage(cluster)).file("/etc/ganesha/ganesha.conf").content_string
     client_block = conf.split("CLIENT", 1)[1]
     listed = client_block.split("Clients =", 1)[1].split(";", 1)[0]
     clients = {c.strip() for c in listed.split(",")}
@@ -78,9 +75,7 @@ def test_mount_point_serves_the_same_bytes_over_nfs(cluster: Cluster) -> None:
         node.check_output("printf %s > %s/%s", token, mount, relative)
         try:
             over_nfs = node.check_output("nfs-cat %s/%s", export_url(cluster), relative)
-            assert over_nfs == token, (
-                f"{name}: {mount} and {export_url(cluster)} differ"
-            )
+            assert over_nfs == token, f"{name}: {mount} and {export_url(cluster)} differ"
         finally:
             node.run("rm -f %s/%s", mount, relative)
 
