@@ -70,16 +70,15 @@ def test_molecule_platforms_mirror_the_lab_inventory() -> None:
     assert groups == _inventory_groups()
 
 
-def test_build_image_rejects_unknown_arguments() -> None:
-    run = subprocess.run(
-        ["bash", "lab/build-image.sh", "--colour", "red"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+def _refusal(*command: str) -> list[str]:
+    """The stderr lines of a lab script that must refuse its arguments with exit 2."""
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     assert run.returncode == 2
-    assert run.stderr.strip().splitlines() == [
+    return run.stderr.strip().splitlines()
+
+
+def test_build_image_rejects_unknown_arguments() -> None:
+    assert _refusal("bash", "lab/build-image.sh", "--colour", "red") == [
         "build-image.sh: unknown argument '--colour' (use --suite SUITE, --arch ARCH)"
     ]
 
@@ -103,14 +102,6 @@ def test_every_scenario_has_its_own_network_volume_and_containers() -> None:
 
 
 def test_molecule_wrapper_rejects_an_unknown_scenario() -> None:
-    run = subprocess.run(
-        ["bash", "lab/molecule-test.sh", "--scenario", "nope"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert run.returncode == 2
-    assert run.stderr.strip() == (
+    assert _refusal("bash", "lab/molecule-test.sh", "--scenario", "nope") == [
         "molecule-test.sh: no scenario 'nope' (molecule/nope/molecule.yml is missing)"
-    )
+    ]
