@@ -145,7 +145,10 @@ def test_worker_with_another_munge_key(healthy_lab: Lab, record_fault: Record) -
     reason; converging site.yml again puts the cluster key back and the worker returns."""
     lab = healthy_lab
     worker = lab.cluster.workers[-1]
-    log_mark = lab.log_size(lab.cluster.controller, SLURMCTLD_LOG)
+    # The refusal is logged where the credential is decoded: by slurmctld for the worker's
+    # messages, by the worker's slurmd for slurmctld's pings (which is what marks it down).
+    logs = [(lab.cluster.controller, SLURMCTLD_LOG), (worker, SLURMD_LOG)]
+    log_marks = [lab.log_size(host, path) for host, path in logs]
 
     start = time.monotonic()
     lab.run(
@@ -160,13 +163,14 @@ def test_worker_with_another_munge_key(healthy_lab: Lab, record_fault: Record) -
     )
     assert reason, f"{worker} is {state} with no reason"
     refusals = [
-        line
-        for line in lab.log_tail_since(lab.cluster.controller, SLURMCTLD_LOG, log_mark).splitlines()
+        f"{lab.nodename(host)}: {line}"
+        for (host, path), mark in zip(logs, log_marks, strict=True)
+        for line in lab.log_tail_since(host, path, mark).splitlines()
         if "munge" in line.lower()
         or "credential" in line.lower()
         or "authentication" in line.lower()
     ]
-    assert refusals, "slurmctld logged no refused credential from the worker"
+    assert refusals, "neither slurmctld nor the worker's slurmd logged a refused credential"
 
     converge = _converge(lab)
     assert converge.returncode == 0, (
