@@ -196,7 +196,7 @@ def test_worker_with_another_munge_key(healthy_lab: Lab, record_fault: Record) -
         recovered,
         lost,
         f"{lab.nodename(worker)} {state} ({reason}) after {detected:.1f} s; "
-        f"slurmctld: {refusals[0].strip()[:160]}; "
+        f"refused: {refusals[0].strip()[:160]}; "
         f"healed by re-converge; job {job.job_id} on it then {finals[job.job_id]}",
     )
     assert not lost
