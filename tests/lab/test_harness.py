@@ -24,27 +24,19 @@ def _platforms() -> list[dict[str, Any]]:
     return platforms
 
 
+def _words(*command: str) -> list[str]:
+    """The whitespace-separated words a lab command prints."""
+    run = subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True)
+    return run.stdout.split()
+
+
 def _scenario_names(kind: str, scenario: str = "default") -> list[str]:
     """The networks or volumes lab/molecule-test.sh cleans up before a run of SCENARIO."""
-    out = subprocess.run(
-        ["python3", "lab/scenario_names.py", kind, f"molecule/{scenario}/molecule.yml"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return out.split()
+    return _words("python3", "lab/scenario_names.py", kind, f"molecule/{scenario}/molecule.yml")
 
 
 def _lab_nodes() -> list[str]:
-    out = subprocess.run(
-        ["bash", "-c", '. lab/lib.sh && printf "%s\\n" "${LAB_NODES[@]}"'],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return out.split()
+    return _words("bash", "-c", '. lab/lib.sh && printf "%s\\n" "${LAB_NODES[@]}"')
 
 
 def test_inventory_has_the_contract_groups() -> None:
