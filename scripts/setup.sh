@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   # containers for the lab and molecule; netavark + aardvark-dns give a network's
-  # containers DNS by name (CNI, which podman falls back to without them, has none here)
-  podman runc debootstrap uidmap slirp4netns netavark aardvark-dns
+  # containers DNS by name (CNI, which podman falls back to without them, has none here);
+  # netavark sets up the network's NAT with iptables but does not depend on it
+  podman runc debootstrap uidmap slirp4netns netavark aardvark-dns iptables
   # Vulkan: the loader, lavapipe (a CPU device), the GLSL compiler, vulkaninfo
   libvulkan1 mesa-vulkan-drivers glslc glslang-tools vulkan-tools vulkan-validationlayers
   # native libraries and their cross builds
