@@ -144,6 +144,13 @@ def test_shared_dir_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch)
     assert build_parser().parse_args(["submit", GRAPH]).shared_dir == "/nfs/jobs"
 
 
+def test_memory_budget_is_parsed_like_run() -> None:
+    from gpulab.cli.main import build_parser  # noqa: PLC0415 - as above
+
+    args = build_parser().parse_args(["submit", GRAPH, "--memory-budget", "64MiB"])
+    assert args.memory_budget == 64 << 20
+
+
 def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -81,6 +81,11 @@ def test_job_script_quotes_every_word() -> None:
     assert shlex.split(script.splitlines()[2])[3] == "/jobs/it's here/graph.json"
 
 
+def test_job_script_forwards_the_memory_budget() -> None:
+    script = job_script("gpulab", "/jobs/g.json", "auto", "/jobs/r.json", memory_budget=64 << 20)
+    assert shlex.split(script.splitlines()[2])[-2:] == ["--memory-budget", str(64 << 20)]
+
+
 def test_submit_stages_then_runs_sbatch(tmp_path: Path) -> None:
     transport = FakeTransport({"mktemp": [ok(JOB_DIR + "\n")], "sbatch": [ok("17\n")]})
     options = JobOptions(backend="cpu", partition="main", nodelist="worker2")

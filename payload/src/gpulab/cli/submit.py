@@ -13,6 +13,7 @@ from typing import Any
 from gpulab.backends import BACKENDS
 from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
 from gpulab.cli.graph_errors import guarded, say, write_json
+from gpulab.cli.run import memory_size
 from gpulab.submit import (
     DEFAULT_SHARED_DIR,
     JobFailed,
@@ -87,6 +88,13 @@ def add_parser(commands: Any) -> None:
         default="gpulab",
         help="the gpulab command on the workers (default: gpulab on the job's PATH)",
     )
+    parser.add_argument(
+        "--memory-budget",
+        type=memory_size,
+        metavar="BYTES",
+        help="the job's `gpulab run --memory-budget` (64M, 2GiB, ...): cap every Vulkan heap "
+        "on the worker",
+    )
     parser.add_argument("--wait", action="store_true", help="wait and print the result JSON")
     parser.add_argument(
         "--timeout", type=_seconds, metavar="S", help="with --wait: cancel the job after S s"
@@ -128,7 +136,14 @@ def _write(document: dict[str, Any], output: str | None) -> int:
 
 def _submit(args: argparse.Namespace) -> int:
     staged = prepare(args.graph)
-    options = JobOptions(args.backend, args.partition, args.nodelist, args.shared_dir, args.gpulab)
+    options = JobOptions(
+        args.backend,
+        args.partition,
+        args.nodelist,
+        args.shared_dir,
+        args.gpulab,
+        args.memory_budget,
+    )
     transport = _transport(args)
     try:
         job = submit(transport, staged, options)

@@ -39,6 +39,7 @@ class JobOptions:
     nodelist: str | None = None
     shared_dir: str = DEFAULT_SHARED_DIR
     gpulab: str = "gpulab"
+    memory_budget: int | None = None  # bytes; the job's `gpulab run --memory-budget`
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,14 @@ class SubmittedJob:
         return asdict(self)
 
 
-def job_script(gpulab: str, graph: str, backend: str, result: str) -> str:
+def job_script(
+    gpulab: str, graph: str, backend: str, result: str, memory_budget: int | None = None
+) -> str:
     """The batch script: one `gpulab run`, every word quoted."""
-    command = shlex.join([gpulab, "run", graph, "--backend", backend, "--output", result])
+    words = [gpulab, "run", graph, "--backend", backend, "--output", result]
+    if memory_budget is not None:
+        words += ["--memory-budget", str(memory_budget)]
+    command = shlex.join(words)
     return f"#!/bin/sh\n# Written by gpulab submit.\nexec {command}\n"
 
 
@@ -82,7 +88,10 @@ def submit(transport: Transport, staged: StagedGraph, options: JobOptions) -> Su
     result = posixpath.join(job_dir, "result.json")
     script = posixpath.join(job_dir, "job.sh")
     transport.write_file(
-        script, job_script(options.gpulab, graph, options.backend, result).encode("utf-8")
+        script,
+        job_script(options.gpulab, graph, options.backend, result, options.memory_budget).encode(
+            "utf-8"
+        ),
     )
     stdout = posixpath.join(job_dir, "slurm-%j.out")
     stderr = posixpath.join(job_dir, "slurm-%j.err")
