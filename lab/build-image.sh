@@ -142,7 +142,9 @@ tar -C "$rootfs" --numeric-owner --xattrs -c . | podman import --quiet \
   --change 'CMD ["/lib/systemd/systemd"]' \
   --change 'ENV container=podman' \
   --change 'STOPSIGNAL SIGRTMIN+3' \
-  --change "LABEL gpulab.recipe=$recipe_hash gpulab.suite=$suite gpulab.arch=$arch" \
+  --change "LABEL gpulab.recipe=$recipe_hash" \
+  --change "LABEL gpulab.suite=$suite" \
+  --change "LABEL gpulab.arch=$arch" \
   --arch "$arch" \
   - "$image" >/dev/null
 podman tag "$image" "$repo:latest"
