@@ -71,7 +71,7 @@ def test_prepare_refuses_an_invalid_graph(tmp_path: Path) -> None:
 
 
 def test_job_script_quotes_every_word() -> None:
-    script = job_script("gpulab", "/jobs/it's here/graph.json", "vulkan", "/jobs/r.json")
+    script = job_script(JobOptions(backend="vulkan"), "/jobs/it's here/graph.json", "/jobs/r.json")
     assert script == (
         "#!/bin/sh\n"
         "# Written by gpulab submit.\n"
@@ -82,7 +82,7 @@ def test_job_script_quotes_every_word() -> None:
 
 
 def test_job_script_forwards_the_memory_budget() -> None:
-    script = job_script("gpulab", "/jobs/g.json", "auto", "/jobs/r.json", memory_budget=64 << 20)
+    script = job_script(JobOptions(memory_budget=64 << 20), "/jobs/g.json", "/jobs/r.json")
     assert shlex.split(script.splitlines()[2])[-2:] == ["--memory-budget", str(64 << 20)]
 
 

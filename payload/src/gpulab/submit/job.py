@@ -58,13 +58,11 @@ class SubmittedJob:
         return asdict(self)
 
 
-def job_script(
-    gpulab: str, graph: str, backend: str, result: str, memory_budget: int | None = None
-) -> str:
-    """The batch script: one `gpulab run`, every word quoted."""
-    words = [gpulab, "run", graph, "--backend", backend, "--output", result]
-    if memory_budget is not None:
-        words += ["--memory-budget", str(memory_budget)]
+def job_script(options: JobOptions, graph: str, result: str) -> str:
+    """The batch script: one `gpulab run` of GRAPH with OPTIONS, every word quoted."""
+    words = [options.gpulab, "run", graph, "--backend", options.backend, "--output", result]
+    if options.memory_budget is not None:
+        words += ["--memory-budget", str(options.memory_budget)]
     command = shlex.join(words)
     return f"#!/bin/sh\n# Written by gpulab submit.\nexec {command}\n"
 
@@ -87,12 +85,7 @@ def submit(transport: Transport, staged: StagedGraph, options: JobOptions) -> Su
     graph = upload(transport, staged, job_dir)
     result = posixpath.join(job_dir, "result.json")
     script = posixpath.join(job_dir, "job.sh")
-    transport.write_file(
-        script,
-        job_script(options.gpulab, graph, options.backend, result, options.memory_budget).encode(
-            "utf-8"
-        ),
-    )
+    transport.write_file(script, job_script(options, graph, result).encode("utf-8"))
     stdout = posixpath.join(job_dir, "slurm-%j.out")
     stderr = posixpath.join(job_dir, "slurm-%j.err")
     argv = slurm.sbatch_argv(
