@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # Builds the gpulab.cluster collection: copies roles/ (the one source of the roles) into
-# the collection's roles/ and runs `ansible-galaxy collection build` into build/collection.
-# ansible.cfg's collections_path = ./collections makes `gpulab.cluster.*` resolve from the
-# repository itself; install the tarball elsewhere with `ansible-galaxy collection install`.
+# the collection's roles/, and the payload's Slurm client (the one source of Slurm's argv and
+# output parsing) into its module_utils/, then runs `ansible-galaxy collection build` into
+# build/collection. ansible.cfg's collections_path = ./collections makes `gpulab.cluster.*`
+# resolve from the repository itself; install the tarball elsewhere with
+# `ansible-galaxy collection install`. --copy-only makes the copies and builds nothing
+# (tests/collection/conftest.py runs it).
+# Usage: scripts/build-collection.sh [--copy-only]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 collection=collections/ansible_collections/gpulab/cluster
+slurm_client=payload/src/gpulab/submit/slurm_client.py
 out=${GPULAB_COLLECTION_OUT:-build/collection}
 galaxy=ansible-galaxy
 [ -x .venv/bin/ansible-galaxy ] && galaxy=.venv/bin/ansible-galaxy
 
 rm -rf "$collection/roles"
-mkdir -p "$collection/roles" "$out"
+mkdir -p "$collection/roles"
 cp -a roles/. "$collection/roles/"
+cp "$slurm_client" "$collection/plugins/module_utils/slurm_client.py"
+[ "${1:-}" = --copy-only ] && exit 0
+mkdir -p "$out"
 find "$collection" -name __pycache__ -type d -prune -exec rm -rf {} +
 "$galaxy" collection build --force --output-path "$out" "$collection"

@@ -95,6 +95,48 @@ def test_runner_passes_an_argument_list_and_stdin() -> None:
     assert SlurmRunner(module).which("sbatch") is None
 
 
+# The one source of the Slurm client: the wheel ships it as gpulab.submit.slurm_client, the
+# collection a copy that scripts/build-collection.sh makes.
+SLURM_CLIENT = REPO / "payload/src/gpulab/submit/slurm_client.py"
+COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
+
+
+def test_the_collections_slurm_client_is_the_payloads() -> None:
+    copy = COLLECTION / "plugins/module_utils/slurm_client.py"
+    assert copy.read_bytes() == SLURM_CLIENT.read_bytes()
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(copy)], cwd=REPO, check=False)
+    assert ignored.returncode == 0, "the copy must stay out of git: edit the payload's file"
+
+
+def test_the_wheel_ships_the_slurm_client_as_a_module_of_gpulab_submit() -> None:
+    from gpulab.submit import slurm_client  # noqa: PLC0415 - the payload, not the copy
+    from setuptools import find_packages  # noqa: PLC0415 - as pyproject.toml finds them
+
+    assert Path(slurm_client.__file__) == SLURM_CLIENT
+    assert "gpulab.submit" in find_packages(str(REPO / "payload/src"))
+
+
+def test_ansible_ships_the_slurm_client_with_the_module(tmp_path: Path) -> None:
+    # Check mode runs no Slurm command: sbatch only has to be found on PATH.
+    (tmp_path / "sbatch").write_text("#!/bin/sh\nexit 1\n")
+    (tmp_path / "sbatch").chmod(0o755)
+    env = ansible_env()
+    env["PATH"] = f"{tmp_path}{os.pathsep}{env['PATH']}"
+    argv = ["ansible", "localhost", "--check", "-o", "-m", "gpulab.cluster.slurm_job"]
+    done = subprocess.run(
+        [*argv, "-a", "command=true gres=gpu:1 chdir=/tmp"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    reported = json.loads(done.stdout.split(" => ", 1)[1])
+    sbatch = str(tmp_path / "sbatch")
+    assert reported["cmd"] == [sbatch, "--parsable", "--gres=gpu:1", "--chdir=/tmp", "--wrap=true"]
+
+
 def ansible_env() -> dict[str, str]:
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"))
     env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
@@ -122,6 +164,9 @@ def test_build_packs_the_roles_and_the_module(tmp_path: Path) -> None:
     )
     with tarfile.open(tmp_path / "gpulab-cluster-1.0.0.tar.gz") as tarball:
         names = set(tarball.getnames())
+        packed = tarball.extractfile("plugins/module_utils/slurm_client.py")
+        assert packed is not None
+        assert packed.read() == SLURM_CLIENT.read_bytes()
     assert {
         "roles/identity/tasks/main.yml",
         "roles/munge/tasks/main.yml",
@@ -129,5 +174,6 @@ def test_build_packs_the_roles_and_the_module(tmp_path: Path) -> None:
         "roles/slurm/meta/argument_specs.yml",
         "plugins/modules/slurm_job.py",
         "plugins/module_utils/slurm_runner.py",
+        "plugins/module_utils/slurm_client.py",
         "meta/runtime.yml",
     } <= names

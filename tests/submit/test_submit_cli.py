@@ -21,9 +21,16 @@ GRAPH = str(EXAMPLES / "saxpy_norm.json")
 JOB_DIR = "/srv/gpulab/jobs/saxpy.x"
 
 
-def _cluster(final: str, result: dict[str, object] | None = None) -> FakeTransport:
+# `sinfo --format=%P %G` of the lab: one default partition, no GPU GRES (lavapipe).
+SINFO_NO_GPUS = "main* (null)\n"
+
+
+def _cluster(
+    final: str, result: dict[str, object] | None = None, sinfo: str = SINFO_NO_GPUS
+) -> FakeTransport:
     transport = FakeTransport(
         {
+            "sinfo": [ok(sinfo)],
             "mktemp": [ok(JOB_DIR + "\n")],
             "sbatch": [ok("5\n")],
             "squeue": [ok(json.dumps({"jobs": []}))],
@@ -77,6 +84,7 @@ def test_without_wait_prints_the_job_and_its_paths(
         "result": f"{JOB_DIR}/result.json",
         "stdout": f"{JOB_DIR}/slurm-5.out",
         "stderr": f"{JOB_DIR}/slurm-5.err",
+        "gres": "",
     }
     assert "squeue" not in use[0].programs()
 
@@ -97,9 +105,64 @@ def test_a_refused_job_exits_2(
 ) -> None:
     refusal = "sbatch: error: Batch job submission failed: Invalid partition name specified"
     transport = FakeTransport({"mktemp": [ok(JOB_DIR)], "sbatch": [ok(stderr=refusal, code=1)]})
+    transport.answers["sinfo"] = [ok("")]
     use.append(transport)
     assert main(["submit", GRAPH, "--partition", "nope"]) == 2
     assert "sbatch refused the job: " in capsys.readouterr().err
+
+
+def _sbatch(transport: FakeTransport) -> tuple[str, ...]:
+    return next(call for call in transport.calls if call[0] == "sbatch")
+
+
+def test_a_partition_with_gpus_gets_one_by_default(
+    use: list[FakeTransport], capsys: pytest.CaptureFixture[str]
+) -> None:
+    use.append(_cluster("unused", sinfo="gpu gpu:h200:8(S:0-1)\n"))
+    assert main(["submit", GRAPH, "--partition", "gpu"]) == 0
+    assert use[0].calls[0] == ("sinfo", "--noheader", "--format=%P %G", "--partition=gpu")
+    assert "--gres=gpu:1" in _sbatch(use[0])
+    assert json.loads(capsys.readouterr().out)["gres"] == "gpu:1"
+
+
+def test_the_default_partition_without_gpus_gets_none(
+    use: list[FakeTransport], capsys: pytest.CaptureFixture[str]
+) -> None:
+    use.append(_cluster("unused", sinfo="main* (null)\ngpu gpu:h200:8\n"))
+    assert main(["submit", GRAPH, "--backend", "vulkan"]) == 0
+    assert use[0].calls[0] == ("sinfo", "--noheader", "--format=%P %G")
+    assert not any(word.startswith("--gres") for word in _sbatch(use[0]))
+    assert "submitted job 5 on fake-controller;" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "gres"),
+    [
+        (["--gpus", "0"], None),
+        (["--backend", "cpu"], None),
+        (["--backend", "native"], None),
+        (["--gpus", "2"], "--gres=gpu:2"),
+        (["--backend", "cpu", "--gpus", "1"], "--gres=gpu:1"),
+    ],
+)
+def test_gpus_given_or_a_cpu_backend_ask_no_sinfo(
+    flags: list[str], gres: str | None, use: list[FakeTransport], capsys: pytest.CaptureFixture[str]
+) -> None:
+    use.append(_cluster("unused", sinfo="unused"))
+    assert main(["submit", GRAPH, *flags]) == 0
+    assert "sinfo" not in use[0].programs()
+    asked = [word for word in _sbatch(use[0]) if word.startswith("--gres")]
+    assert asked == ([gres] if gres else [])
+    if gres:
+        assert f"submitted job 5 with {gres} on fake-controller" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["-1", "one", "1.5"])
+def test_gpus_must_be_a_count(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["submit", GRAPH, "--gpus", text])
+    assert exited.value.code == 2
+    assert "expected a number of GPUs (0 or more)" in capsys.readouterr().err
 
 
 def test_an_invalid_graph_is_refused_before_connecting(

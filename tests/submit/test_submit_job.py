@@ -97,11 +97,11 @@ def test_submit_stages_then_runs_sbatch(tmp_path: Path) -> None:
             "sbatch",
             "--parsable",
             "--job-name=gpulab-file_graph",
+            "--partition=main",
+            "--nodelist=worker2",
             f"--chdir={JOB_DIR}",
             f"--output={JOB_DIR}/slurm-%j.out",
             f"--error={JOB_DIR}/slurm-%j.err",
-            "--partition=main",
-            "--nodelist=worker2",
             f"{JOB_DIR}/job.sh",
         ),
     ]
@@ -126,7 +126,9 @@ def test_a_missing_shared_dir_says_what_to_pass(tmp_path: Path) -> None:
     failure = "mktemp: failed to create directory via template '/nfs/x.XXXXXXXX': No such file"
     transport = FakeTransport({"mktemp": [ok(stderr=failure, code=1)]})
     with pytest.raises(Exception, match=r"cannot create a job directory in /nfs .*--shared-dir"):
-        submit(transport, prepare(_graph_with_file(tmp_path)), JobOptions(shared_dir="/nfs"))
+        submit(
+            transport, prepare(_graph_with_file(tmp_path)), JobOptions(shared_dir="/nfs", gpus=0)
+        )
     assert transport.files == {}
 
 
@@ -150,7 +152,7 @@ def test_wait_reports_each_change_then_the_final_state() -> None:
     progress: list[str] = []
     sleeps: list[float] = []
     final = wait(transport, JOB, progress.append, poll_s=0.5, sleep=sleeps.append)
-    assert final == JobState("COMPLETED", "", "worker1", exit_code=0)
+    assert final == JobState("COMPLETED", "", "worker1", exit_code=0, signal=0, job_id="17")
     assert progress == [
         "job 17 PENDING (Resources)",
         "job 17 RUNNING on worker1",
@@ -164,11 +166,11 @@ def test_wait_keeps_polling_until_a_final_state_is_known() -> None:
         {
             "squeue": [ok(json.dumps({"jobs": []}))],
             "scontrol": [ok(stderr="Invalid job id specified", code=1)],
-            "sacct": [ok(""), ok("17|FAILED|4:0|worker2\n")],
+            "sacct": [ok(""), ok("17|FAILED|4:0|9|worker2\n")],
         }
     )
     final = wait(transport, JOB, lambda _: None, sleep=lambda _: None)
-    assert final == JobState("FAILED", "", "worker2", exit_code=4)
+    assert final == JobState("FAILED", "", "worker2", exit_code=4, signal=0, job_id="17", elapsed=9)
     assert transport.programs().count("squeue") == 2
 
 

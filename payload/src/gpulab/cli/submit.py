@@ -53,6 +53,12 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def _gpus(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a number of GPUs (0 or more), got {text!r}")
+    return int(text)
+
+
 def add_parser(commands: Any) -> None:
     """Register `submit` on the subcommand parsers."""
     parser = commands.add_parser(
@@ -75,6 +81,14 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--partition", metavar="P", help="Slurm partition")
     parser.add_argument("--nodelist", metavar="N", help="Slurm nodes to run on")
     parser.add_argument("--backend", choices=BACKENDS, default="auto")
+    parser.add_argument(
+        "--gpus",
+        type=_gpus,
+        metavar="N",
+        help="GPUs to request from Slurm (sbatch --gres=gpu:N; 0 requests none). Default: 1 "
+        "when --backend is vulkan or auto and the partition (or the default partition) has "
+        "nodes with GPU GRES (sinfo %%G), else 0",
+    )
     parser.add_argument(
         "--shared-dir",
         metavar="DIR",
@@ -143,11 +157,13 @@ def _submit(args: argparse.Namespace) -> int:
         args.shared_dir,
         args.gpulab,
         args.memory_budget,
+        args.gpus,
     )
     transport = _transport(args)
     try:
         job = submit(transport, staged, options)
-        say(f"submitted job {job.job_id} on {transport.where}; files in {job.job_dir}")
+        given = f" with --gres={job.gres}" if job.gres else ""
+        say(f"submitted job {job.job_id}{given} on {transport.where}; files in {job.job_dir}")
         if not args.wait:
             return _write(job.to_json(), None)
         try:

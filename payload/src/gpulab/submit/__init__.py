@@ -2,7 +2,8 @@
 
 Layers: a Transport runs Slurm's commands and moves files (LocalTransport here, SshTransport
 on the controller); staging puts the graph and its files in a job directory on the shared
-storage; slurm knows the commands and their output; job ties them into submit, wait, fetch.
+storage; slurm_client knows Slurm's commands and their output (the collection ships the same
+file), slurm runs them through the Transport; job ties them into submit, wait, fetch.
 """
 
 from gpulab.submit.job import (
@@ -16,7 +17,8 @@ from gpulab.submit.job import (
     wait,
 )
 from gpulab.submit.local import LocalTransport
-from gpulab.submit.slurm import JobState, SubmitRejected
+from gpulab.submit.slurm import SubmitRejected
+from gpulab.submit.slurm_client import JobState
 from gpulab.submit.ssh import SshTarget, SshTransport, parse_target
 from gpulab.submit.staging import StagedGraph, prepare
 from gpulab.submit.transport import CommandResult, Transport, Unreachable

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from gpulab.submit import slurm
-from gpulab.submit.slurm import JobState
+from gpulab.submit import slurm, slurm_client
+from gpulab.submit.slurm_client import JobState
 from gpulab.submit.staging import StagedGraph, safe_name, upload
 from gpulab.submit.transport import Transport, Unreachable
 
@@ -20,6 +20,8 @@ from gpulab.submit.transport import Transport, Unreachable
 DEFAULT_SHARED_DIR = "/srv/gpulab/jobs"
 # Lines of the job's stderr shown when it fails.
 STDERR_TAIL_LINES = 20
+# The backends that compute on a GPU when the job is given one (auto falls back to cpu).
+GPU_BACKENDS = ("auto", "vulkan")
 
 
 class JobFailed(RuntimeError):
@@ -40,6 +42,8 @@ class JobOptions:
     shared_dir: str = DEFAULT_SHARED_DIR
     gpulab: str = "gpulab"
     memory_budget: int | None = None  # bytes; the job's `gpulab run --memory-budget`
+    # GPUs to request (--gres=gpu:N); None: gpus_to_request decides.
+    gpus: int | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ class SubmittedJob:
     result: str
     stdout: str
     stderr: str
+    gres: str = ""  # what the job asked Slurm for, e.g. "gpu:1"; "" for none
 
     def to_json(self) -> dict[str, str]:
         """The job id and paths, as printed without --wait."""
@@ -65,6 +70,17 @@ def job_script(options: JobOptions, graph: str, result: str) -> str:
         words += ["--memory-budget", str(options.memory_budget)]
     command = shlex.join(words)
     return f"#!/bin/sh\n# Written by gpulab submit.\nexec {command}\n"
+
+
+def gpus_to_request(transport: Transport, options: JobOptions) -> int:
+    """options.gpus when given; else 1 for a backend that uses a GPU on a partition (the
+    default one without --partition) whose nodes have GPU GRES, else 0. Without a GRES
+    request a node with cgroups (ConstrainDevices) hides its GPUs from the job."""
+    if options.gpus is not None:
+        return options.gpus
+    if options.backend not in GPU_BACKENDS:
+        return 0
+    return 1 if slurm.partition_gpus(transport, options.partition) > 0 else 0
 
 
 def _make_job_dir(transport: Transport, shared_dir: str, name: str) -> str:
@@ -81,6 +97,8 @@ def _make_job_dir(transport: Transport, shared_dir: str, name: str) -> str:
 
 def submit(transport: Transport, staged: StagedGraph, options: JobOptions) -> SubmittedJob:
     """Stage the graph in a new job directory and submit it with sbatch."""
+    gpus = gpus_to_request(transport, options)
+    gres = f"gpu:{gpus}" if gpus > 0 else ""
     job_dir = _make_job_dir(transport, options.shared_dir, staged.name)
     graph = upload(transport, staged, job_dir)
     result = posixpath.join(job_dir, "result.json")
@@ -88,14 +106,15 @@ def submit(transport: Transport, staged: StagedGraph, options: JobOptions) -> Su
     transport.write_file(script, job_script(options, graph, result).encode("utf-8"))
     stdout = posixpath.join(job_dir, "slurm-%j.out")
     stderr = posixpath.join(job_dir, "slurm-%j.err")
-    argv = slurm.sbatch_argv(
-        script,
-        job_dir=job_dir,
+    argv = slurm_client.sbatch_argv(
         job_name=f"gpulab-{safe_name(staged.name)}",
-        stdout=stdout,
-        stderr=stderr,
         partition=options.partition,
         nodelist=options.nodelist,
+        gres=gres or None,
+        chdir=job_dir,
+        output=stdout,
+        error=stderr,
+        script=script,
     )
     job_id = slurm.submit_job(transport, argv)
     return SubmittedJob(
@@ -105,6 +124,7 @@ def submit(transport: Transport, staged: StagedGraph, options: JobOptions) -> Su
         result,
         stdout.replace("%j", job_id),
         stderr.replace("%j", job_id),
+        gres,
     )
 
 

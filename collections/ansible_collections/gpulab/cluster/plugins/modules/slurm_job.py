@@ -59,6 +59,11 @@ options:
   ntasks:
     description: Number of tasks (C(--ntasks)).
     type: int
+  gres:
+    description:
+      - Generic resources per node (C(--gres)), e.g. C(gpu:1) or C(gpu:h200:2).
+      - On a node whose cgroups constrain devices, a job sees only the GPUs it asked for here.
+    type: str
   chdir:
     description:
       - Working directory of the job (C(--chdir)), where relative output paths point.
@@ -131,6 +136,13 @@ EXAMPLES = r"""
       gpulab selftest --json
     partition: main
 
+- name: Run the self-test on one GPU of worker1
+  gpulab.cluster.slurm_job:
+    command: gpulab selftest --backend vulkan --json
+    nodelist: worker1
+    gres: gpu:1
+    wait: true
+
 - name: Cancel it
   gpulab.cluster.slurm_job:
     state: absent
@@ -199,13 +211,16 @@ from collections.abc import Callable
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_jobs import (
-    TERMINAL_STATES,
-    JobInfo,
+from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_client import (
+    JobState,
     parse_job_id,
-    parse_sacct_job,
-    parse_scontrol_job,
-    parse_squeue,
+    parse_sacct,
+    parse_scontrol,
+    parse_squeue_lines,
+    sacct_argv,
+    sbatch_argv,
+    scontrol_job_argv,
+    squeue_named_argv,
 )
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_runner import (
     CommandResult,
@@ -224,6 +239,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "nodelist": {"type": "str"},
     "nodes": {"type": "int"},
     "ntasks": {"type": "int"},
+    "gres": {"type": "str"},
     "chdir": {"type": "path"},
     "output": {"type": "str"},
     "error": {"type": "str"},
@@ -250,17 +266,8 @@ MODULE_KWARGS: dict[str, Any] = {
     ],
     "supports_check_mode": True,
 }
-# sbatch options that take the value of a module option.
-SBATCH_OPTIONS = (
-    ("name", "--job-name"),
-    ("partition", "--partition"),
-    ("nodelist", "--nodelist"),
-    ("nodes", "--nodes"),
-    ("ntasks", "--ntasks"),
-    ("chdir", "--chdir"),
-    ("output", "--output"),
-    ("error", "--error"),
-)
+# Module options passed to sbatch_argv under the same name.
+SBATCH_OPTIONS = ("partition", "nodelist", "nodes", "ntasks", "gres", "chdir", "output", "error")
 
 
 class SlurmJobError(Exception):
@@ -321,16 +328,14 @@ class SlurmJob:
         return result
 
     def sbatch_argv(self) -> list[str]:
-        argv = [self.tool("sbatch"), "--parsable"]
-        for option, flag in SBATCH_OPTIONS:
-            if self.params[option] is not None:
-                argv.append(f"{flag}={self.params[option]}")
-        argv.extend(self.params["sbatch_args"])
-        if self.params["command"] is not None:
-            argv.append(f"--wrap={self.params['command']}")
-        elif self.params["script_path"] is not None:
-            argv.append(self.params["script_path"])
-        return argv
+        return sbatch_argv(
+            sbatch=self.tool("sbatch"),
+            job_name=self.params["name"],
+            extra=self.params["sbatch_args"],
+            wrap=self.params["command"],
+            script=self.params["script_path"],
+            **{option: self.params[option] for option in SBATCH_OPTIONS},
+        )
 
     # --- state ----------------------------------------------------------------
 
@@ -358,25 +363,16 @@ class SlurmJob:
             )
         return result
 
-    def job_info(self, job_id: str) -> JobInfo:
-        shown = self.runner.run([self.tool("scontrol"), "show", "job", "-o", job_id])
-        if shown.rc == 0 and "JobState=" in shown.stdout:
-            return parse_scontrol_job(job_id, shown.stdout)
+    def job_info(self, job_id: str) -> JobState:
+        shown = self.runner.run(scontrol_job_argv(job_id, scontrol=self.tool("scontrol")))
+        info = parse_scontrol(shown.stdout) if shown.rc == 0 else None
+        if info is not None:
+            return info
         # slurmctld forgets a finished job after MinJobAge; the accounting database does not.
         sacct = self.runner.which("sacct")
         if sacct is not None:
-            fields = "JobID,State,ExitCode,ElapsedRaw,NodeList"
-            listed = self.runner.run(
-                [
-                    sacct,
-                    "--noheader",
-                    "--parsable2",
-                    "--allocations",
-                    f"--format={fields}",
-                    f"--jobs={job_id}",
-                ]
-            )
-            info = parse_sacct_job(job_id, listed.stdout) if listed.rc == 0 else None
+            listed = self.runner.run(sacct_argv(job_id, sacct=sacct))
+            info = parse_sacct(listed.stdout, job_id) if listed.rc == 0 else None
             if info is not None:
                 return info
         detail = (shown.stderr or shown.stdout).strip() or "no output"
@@ -384,7 +380,7 @@ class SlurmJob:
             f"job {job_id} not found by scontrol (rc {shown.rc}: {detail}) nor sacct", job_id=job_id
         )
 
-    def wait_for(self, job_id: str) -> JobInfo:
+    def wait_for(self, job_id: str) -> JobState:
         deadline = self.clock() + self.params["timeout"]
         while True:
             info = self.job_info(job_id)
@@ -401,19 +397,12 @@ class SlurmJob:
 
     def active_jobs(self) -> list[str]:
         """Your pending or running jobs named params['name'], oldest first."""
-        argv = [
-            self.tool("squeue"),
-            "--noheader",
-            "--me",
-            f"--name={self.params['name']}",
-            "--format=%i %T",
-        ]
-        listed = self.run(argv)
+        listed = self.run(squeue_named_argv(self.params["name"], squeue=self.tool("squeue")))
         return sorted(
             (
                 job_id
-                for job_id, state in parse_squeue(listed.stdout)
-                if state not in TERMINAL_STATES
+                for job_id, state in parse_squeue_lines(listed.stdout)
+                if not JobState(state).finished
             ),
             key=lambda job_id: (
                 int(job_id.split("_", 1)[0]) if job_id.split("_", 1)[0].isdigit() else 0
@@ -431,7 +420,7 @@ class SlurmJob:
         return {"changed": bool(targets), "job_ids": targets}
 
 
-def describe(info: JobInfo, tail_lines: int) -> dict[str, Any]:
+def describe(info: JobState, tail_lines: int) -> dict[str, Any]:
     """The module's return values for a job."""
     result: dict[str, Any] = {
         "job_id": info.job_id,
@@ -439,8 +428,8 @@ def describe(info: JobInfo, tail_lines: int) -> dict[str, Any]:
         "exit_code": info.exit_code if info.finished else None,
         "signal": info.signal if info.finished else None,
         "elapsed": info.elapsed,
-        "output_path": info.stdout_path,
-        "nodes": info.nodes,
+        "output_path": info.stdout_path or None,
+        "nodes": info.nodes or None,
     }
     if info.finished and tail_lines > 0:
         stdout = read_tail(info.stdout_path, tail_lines)

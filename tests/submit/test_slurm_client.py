@@ -1,0 +1,337 @@
+"""The Slurm client shared by gpulab submit and the collection: its argv and how it reads
+Slurm's output, pinned on output captured from Slurm 22.05 (Debian 12, inline below) and
+24.11 (Debian 13, molecule/debian13: fixtures/slurm-24.11/).
+
+fixtures/slurm-24.11/: `sbatch --parsable`, `squeue --noheader --format='%i %T'`,
+`scontrol show job -o` of a running, a completed and a failed job, and
+`sacct -n -P -X -o JobID,State,ExitCode,ElapsedRaw,NodeList` of the completed one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from gpulab.submit import slurm_client
+from gpulab.submit.slurm_client import JobState
+
+FIXTURES_2411 = Path(__file__).parent / "fixtures" / "slurm-24.11"
+
+# Slurm 22.05: `scontrol show job -o 8` for a job whose script exited 3 (abridged).
+SCONTROL_2205_FAILED = (
+    "JobId=8 JobName=j.sh UserId=gpulab(2000) JobState=FAILED Reason=NonZeroExitCode "
+    "Dependency=(null) ExitCode=3:0 RunTime=00:00:03 Partition=main ReqNodeList=(null) "
+    "NodeList=worker1 BatchHost=worker1 Command=/tmp/j.sh WorkDir=/tmp StdErr=/tmp/slurm-8.out\n"
+)
+# `scontrol show job -o -d` adds "JOB_GRES=%s" and per node "Nodes=%s CPU_IDs=%s Mem=%lu
+# GRES=%s" (Slurm's format strings; the values are those of a job given one H200).
+SCONTROL_DETAILS_GPU = (
+    "JobId=12 JobName=g JobState=RUNNING Reason=None ExitCode=0:0 RunTime=00:00:02 "
+    "NodeList=gpu1 TresPerNode=gres:gpu:1 JOB_GRES=gpu:h200:1 "
+    "Nodes=gpu1 CPU_IDs=0 Mem=0 GRES=gpu:h200:1(IDX:0) MinCPUsNode=1\n"
+)
+SCONTROL_DETAILS_NONE = (
+    "JobId=13 JobName=c JobState=RUNNING Reason=None ExitCode=0:0 RunTime=00:00:02 "
+    "NodeList=worker1 JOB_GRES=(null) Nodes=worker1 CPU_IDs=0 Mem=0 GRES= MinCPUsNode=1\n"
+)
+
+
+def _2411(name: str) -> str:
+    return (FIXTURES_2411 / name).read_text()
+
+
+# --- argv -----------------------------------------------------------------------------------
+
+
+def test_sbatch_argv_puts_every_option_in_a_fixed_order() -> None:
+    argv = slurm_client.sbatch_argv(
+        sbatch="/usr/bin/sbatch",
+        job_name="gpulab-g",
+        partition="gpu",
+        nodelist="worker2",
+        nodes=1,
+        ntasks=2,
+        gres="gpu:1",
+        chdir="/jobs/g.1",
+        output="/jobs/g.1/slurm-%j.out",
+        error="/jobs/g.1/slurm-%j.err",
+        extra=["--time=5"],
+        script="/jobs/g.1/job.sh",
+    )
+    assert argv == [
+        "/usr/bin/sbatch",
+        "--parsable",
+        "--job-name=gpulab-g",
+        "--partition=gpu",
+        "--nodelist=worker2",
+        "--nodes=1",
+        "--ntasks=2",
+        "--gres=gpu:1",
+        "--chdir=/jobs/g.1",
+        "--output=/jobs/g.1/slurm-%j.out",
+        "--error=/jobs/g.1/slurm-%j.err",
+        "--time=5",
+        "/jobs/g.1/job.sh",
+    ]
+
+
+def test_sbatch_argv_leaves_out_what_is_unset_and_prefers_wrap() -> None:
+    assert slurm_client.sbatch_argv(wrap="true", script="/ignored") == [
+        "sbatch",
+        "--parsable",
+        "--wrap=true",
+    ]
+    assert slurm_client.sbatch_argv() == ["sbatch", "--parsable"]  # the script on stdin
+
+
+def test_query_argvs_are_pinned() -> None:
+    assert slurm_client.scontrol_job_argv("8") == ["scontrol", "show", "job", "-o", "8"]
+    assert slurm_client.scontrol_job_argv("8", details=True, scontrol="/s") == [
+        "/s",
+        "show",
+        "job",
+        "-o",
+        "-d",
+        "8",
+    ]
+    assert slurm_client.sacct_argv("8") == [
+        "sacct",
+        "--noheader",
+        "--parsable2",
+        "--allocations",
+        "--format=JobID,State,ExitCode,ElapsedRaw,NodeList",
+        "--jobs=8",
+    ]
+    assert slurm_client.squeue_json_argv("8") == ["squeue", "--json", "--jobs=8"]
+    assert slurm_client.squeue_named_argv("n") == [
+        "squeue",
+        "--noheader",
+        "--me",
+        "--name=n",
+        "--format=%i %T",
+    ]
+    assert slurm_client.sinfo_gres_argv() == ["sinfo", "--noheader", "--format=%P %G"]
+    assert slurm_client.sinfo_gres_argv("gpu")[-1] == "--partition=gpu"
+
+
+# --- sbatch ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "job_id"),
+    [
+        ("42\n", "42"),
+        ("42;gpulab\n", "42"),
+        ("warn\n7\n", "7"),
+        (_2411("sbatch-parsable.txt"), "1"),
+    ],
+)
+def test_job_id(text: str, job_id: str) -> None:
+    assert slurm_client.parse_job_id(text) == job_id
+
+
+@pytest.mark.parametrize("text", ["", "\n", "Submitted batch job 42\n"])
+def test_no_job_id(text: str) -> None:
+    with pytest.raises(ValueError, match="no job id"):
+        slurm_client.parse_job_id(text)
+
+
+# --- fields ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("0:0", (0, 0)), ("3:0", (3, 0)), ("0:15", (0, 15)), ("", (None, None))]
+)
+def test_exit_code(text: str, expected: tuple[int | None, int | None]) -> None:
+    assert slurm_client.parse_exit_code(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("00:00:05", 5),
+        ("01:02:03", 3723),
+        ("2-00:00:01", 172801),
+        ("05:30", 330),
+        ("INVALID", None),
+        ("", None),
+    ],
+)
+def test_duration(text: str, seconds: int | None) -> None:
+    assert slurm_client.parse_duration(text) == seconds
+
+
+# --- scontrol -------------------------------------------------------------------------------
+
+
+def test_scontrol_2205_failed_job() -> None:
+    state = slurm_client.parse_scontrol(SCONTROL_2205_FAILED)
+    assert state == JobState(
+        "FAILED",
+        "NonZeroExitCode",
+        "worker1",
+        exit_code=3,
+        signal=0,
+        job_id="8",
+        elapsed=3,
+        stderr_path="/tmp/slurm-8.out",
+    )
+    assert state.finished
+    assert not state.succeeded
+    assert state.describe() == "FAILED on worker1 (exit code 3)"
+
+
+def test_scontrol_signal_and_unassigned_nodes() -> None:
+    state = slurm_client.parse_scontrol("JobId=9 JobState=CANCELLED ExitCode=0:15 NodeList=(null)")
+    assert state is not None
+    assert (state.nodes, state.exit_code, state.signal) == ("", 0, 15)
+    assert state.describe() == "CANCELLED (signal 15)"
+
+
+def test_scontrol_without_a_job_is_none() -> None:
+    assert slurm_client.parse_scontrol("") is None
+
+
+def test_scontrol_2411_running_job() -> None:
+    state = slurm_client.parse_scontrol(_2411("scontrol-job-running.txt"))
+    assert state is not None
+    assert (state.job_id, state.state, state.finished, state.nodes) == (
+        "1",
+        "RUNNING",
+        False,
+        "worker1",
+    )
+    assert state.stdout_path == "/tmp/fx-1.out"
+    assert state.describe() == "RUNNING on worker1"
+
+
+def test_scontrol_2411_completed_job() -> None:
+    state = slurm_client.parse_scontrol(_2411("scontrol-job-completed.txt"))
+    assert state is not None
+    assert (state.state, state.exit_code, state.signal, state.elapsed, state.nodes) == (
+        "COMPLETED",
+        0,
+        0,
+        21,
+        "worker1",
+    )
+    assert state.succeeded
+
+
+def test_scontrol_2411_failed_job() -> None:
+    state = slurm_client.parse_scontrol(_2411("scontrol-job-failed.txt"))
+    assert state is not None
+    assert (state.state, state.exit_code, state.signal, state.nodes) == ("FAILED", 3, 0, "worker2")
+    assert state.stdout_path == "/tmp/fx-2.out"
+
+
+def test_scontrol_details_give_the_gres_of_each_node() -> None:
+    given = slurm_client.parse_scontrol(SCONTROL_DETAILS_GPU)
+    assert given is not None
+    assert given.gres == "gpu:h200:1(IDX:0)"
+    none = slurm_client.parse_scontrol(SCONTROL_DETAILS_NONE)
+    assert none is not None
+    assert none.gres == ""
+    assert slurm_client.parse_scontrol(SCONTROL_2205_FAILED).gres == ""  # type: ignore[union-attr]
+
+
+# --- sacct ----------------------------------------------------------------------------------
+
+
+def test_sacct_2205_records() -> None:
+    assert slurm_client.parse_sacct("8|FAILED|3:0|3|worker1\n", "8") == JobState(
+        "FAILED", "", "worker1", exit_code=3, signal=0, job_id="8", elapsed=3
+    )
+    cancelled = slurm_client.parse_sacct("8|CANCELLED by 2000|0:15|7|worker2\n", "8")
+    assert cancelled is not None
+    assert (cancelled.state, cancelled.signal) == ("CANCELLED", 15)
+
+
+def test_sacct_skips_other_records_and_knows_no_record() -> None:
+    assert slurm_client.parse_sacct("7|COMPLETED|0:0|1|w1\n", "8") is None
+    assert slurm_client.parse_sacct("", "8") is None
+
+
+def test_sacct_2411_completed_job() -> None:
+    state = slurm_client.parse_sacct(_2411("sacct-completed.txt"), "1")
+    assert state is not None
+    assert (state.state, state.exit_code, state.elapsed, state.nodes) == (
+        "COMPLETED",
+        0,
+        21,
+        "worker1",
+    )
+
+
+# --- squeue ---------------------------------------------------------------------------------
+
+
+def test_squeue_json_picks_the_job_by_id_from_every_listed_job() -> None:
+    # 22.05's squeue --json lists every job even with --jobs.
+    text = json.dumps(
+        {
+            "jobs": [
+                {"job_id": 7, "job_state": "CANCELLED", "state_reason": "None", "nodes": "w1"},
+                {"job_id": 8, "job_state": "PENDING", "state_reason": "Resources", "nodes": ""},
+            ]
+        }
+    )
+    assert slurm_client.parse_squeue_json(text, "8") == JobState("PENDING", "Resources", job_id="8")
+    assert slurm_client.parse_squeue_json(text, "9") is None
+
+
+def test_squeue_json_state_as_a_list_of_flags() -> None:
+    # 24.11 gives the state as a list, the base state first.
+    text = json.dumps({"jobs": [{"job_id": 8, "job_state": ["RUNNING"], "nodes": "worker1"}]})
+    state = slurm_client.parse_squeue_json(text, "8")
+    assert state is not None
+    assert state.describe() == "RUNNING on worker1"
+
+
+def test_squeue_lines() -> None:
+    assert slurm_client.parse_squeue_lines("41 RUNNING\n\n43 PENDING\n") == [
+        ("41", "RUNNING"),
+        ("43", "PENDING"),
+    ]
+    assert slurm_client.parse_squeue_lines(_2411("squeue-running.txt")) == [("1", "RUNNING")]
+
+
+# --- states ---------------------------------------------------------------------------------
+
+
+def test_terminal_states() -> None:
+    assert JobState("REVOKED").finished
+    assert not JobState("PENDING", "Resources").finished
+    assert JobState("PENDING", "Resources").describe() == "PENDING (Resources)"
+    assert not JobState("COMPLETED", exit_code=0, signal=9).succeeded
+
+
+# --- GRES -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gres", "gpus"),
+    [
+        ("(null)", 0),
+        ("", 0),
+        ("gpu", 1),
+        ("gpu:2", 2),
+        ("gpu:orin", 1),
+        ("gpu:h200:8(S:0-1)", 8),
+        ("gpu:h200:1(IDX:0)", 1),
+        ("gpu:tesla:2,gpu:k80:1", 3),
+        ("mps:100,gpu:1(S:0,1)", 1),
+        ("shard:4", 0),
+    ],
+)
+def test_gres_gpu_count(gres: str, gpus: int) -> None:
+    assert slurm_client.gres_gpu_count(gres) == gpus
+
+
+SINFO = "main* (null)\nmain* gpu:h200:2(S:0)\ncpu (null)\n"
+
+
+@pytest.mark.parametrize(("partition", "gpus"), [(None, 2), ("main", 2), ("cpu", 0), ("nope", 0)])
+def test_partition_gpu_count(partition: str | None, gpus: int) -> None:
+    assert slurm_client.partition_gpu_count(SINFO, partition) == gpus
