@@ -1,12 +1,7 @@
-"""Makes the in-repository collection importable as ansible_collections.gpulab.cluster, with
-its copy of the payload's Slurm client made the way scripts/build-collection.sh makes it."""
+"""Makes the in-repository collection importable as ansible_collections.gpulab.cluster."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
+from tests.in_repo_collection import use_collection
 
-REPO = Path(__file__).resolve().parents[2]
-subprocess.run(["bash", str(REPO / "scripts/build-collection.sh"), "--copy-only"], check=True)
-sys.path.insert(0, str(REPO / "collections"))
+use_collection()

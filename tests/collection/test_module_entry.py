@@ -17,7 +17,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_runner import
 )
 from ansible_collections.gpulab.cluster.plugins.modules import slurm_job
 
-from .conftest import REPO
+from tests.in_repo_collection import REPO
 
 
 def run_main(args: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:

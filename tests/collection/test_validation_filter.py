@@ -75,4 +75,52 @@ def test_a_job_on_the_wrong_node_fails() -> None:
 
 
 def test_the_filter_is_registered() -> None:
-    assert FilterModule().filters() == {"validation_summary": validation_summary}
+    assert set(FilterModule().filters()) == {"validation_summary", "slurm_gpus"}
+    assert FilterModule().filters()["slurm_gpus"]("gpu:orin:1") == 1
+
+
+GIVEN_GPU = (
+    "JobId=7 JobState=RUNNING ExitCode=0:0 NodeList=gpu1 JOB_GRES=gpu:h200:1 "
+    "Nodes=gpu1 CPU_IDs=0 Mem=0 GRES=gpu:h200:1(IDX:0)"
+)
+H200 = {"name": "NVIDIA H200", "type": "discrete"}
+
+
+def _ran(device: dict[str, str]) -> dict[str, Any]:
+    result = {"compare": {"ok": True, "max_rel_err": {"s": 0.0}}, "device": device}
+    return {"run-saxpy_norm": {"rc": 0, "result": result, "stderr": []}}
+
+
+def test_lavapipe_without_gres_says_so() -> None:
+    summary = validation_summary(node_json(**_ran(DEVICE)), "worker1")
+    assert summary["gres"] == "-"
+    assert summary["ran_on"] == f"{DEVICE['name']} (cpu): cpu device (no GRES)"
+
+
+def test_the_gres_given_and_the_gpu_the_graphs_ran_on() -> None:
+    result = node_json(**_ran(H200)) | {"slurm": {"job": GIVEN_GPU, "env": {}}}
+    summary = validation_summary(result, "worker1", gres="gpu:1")
+    assert (summary["gres"], summary["ran_on"]) == ("gpu:h200:1(IDX:0)", "NVIDIA H200 (discrete)")
+    assert summary["checks"][1] == {
+        "check": "Slurm gave gpu:1",
+        "ok": True,
+        "detail": "given gpu:h200:1(IDX:0)",
+    }
+
+
+def test_a_gpu_given_but_a_cpu_device_used_is_named() -> None:
+    # The Jetson stand-in: Slurm gives its Tegra GRES, the graphs run on lavapipe.
+    result = node_json(**_ran(DEVICE)) | {"slurm": {"job": "", "env": {"SLURM_JOB_GPUS": "0"}}}
+    summary = validation_summary(result, "worker1", gres="gpu:1")
+    assert summary["gres"] == "gpu:1(IDX:0)"
+    assert summary["ran_on"].endswith(": cpu device, not the GPU Slurm gave")
+
+
+def test_a_gpu_asked_for_and_not_given_fails() -> None:
+    summary = validation_summary(node_json(), "worker1", gres="gpu:1")
+    assert summary["checks"][1] == {
+        "check": "Slurm gave gpu:1",
+        "ok": False,
+        "detail": "given no GRES",
+    }
+    assert summary["ran_on"] == "-"

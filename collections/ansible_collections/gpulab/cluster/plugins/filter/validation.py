@@ -1,10 +1,16 @@
 # Copyright: gpulab contributors
 # MIT License (see galaxy.yml)
-"""Filter gpulab.cluster.validation_summary: one worker's validation job, judged."""
+"""Filters gpulab.cluster.validation_summary (one worker's validation job, judged) and
+gpulab.cluster.slurm_gpus (the GPUs in a GRES string)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_client import (
+    gres_gpu_count,
+    parse_scontrol,
+)
 
 DOCUMENTATION = r"""
 ---
@@ -31,6 +37,13 @@ options:
         magnitude. Ignored when it is this worker's own.
     type: dict
     required: false
+  gres:
+    description:
+      - The GRES the job asked for, e.g. C(gpu:1). When it names GPUs, a check requires that
+        Slurm gave the job at least that many.
+    type: str
+    required: false
+    default: ""
 """
 
 EXAMPLES = r"""
@@ -47,6 +60,8 @@ RETURN = r"""
 _value:
   description:
     - node, arch, device, backend, passed, total, max_rel_err, saxpy_gbps;
+    - gres, the GRES Slurm gave the job (C(scontrol show job -d)), "-" for none;
+    - ran_on, the device the example graphs ran on, and whether that is the allocated GPU;
     - checks, each with check, ok and detail.
   type: dict
 """
@@ -139,15 +154,49 @@ def _judge_agreement(
         _check(checks, f"{name[4:]} same as {other}", ok, detail)
 
 
+def _given_gres(result: dict[str, Any]) -> str:
+    """The GRES Slurm gave the job, from the `scontrol show job -o -d` it recorded, else from
+    the GPU indices Slurm exported to it; "" for none."""
+    slurm: dict[str, Any] = result.get("slurm") or {}
+    job = parse_scontrol(slurm.get("job") or "")
+    if job is not None and job.gres:
+        return job.gres
+    gpus = (slurm.get("env") or {}).get("SLURM_JOB_GPUS")
+    return f"gpu:{len(gpus.split(','))}(IDX:{gpus})" if gpus else ""
+
+
+def _ran_on(steps: dict[str, Any], gres: str) -> str:
+    """The device of the example graphs' runs, saying when it is not a GPU Slurm allocated."""
+    runs = [steps[name].get("result") or {} for name in sorted(steps) if name.startswith("run-")]
+    device = next((run["device"] for run in runs if run.get("device")), None)
+    if device is None:
+        return "-"
+    text = f"{device.get('name', '?')} ({device.get('type', '?')})"
+    if device.get("type") != "cpu":
+        return text
+    if gres_gpu_count(gres) > 0:
+        return f"{text}: cpu device, not the GPU Slurm gave"
+    return f"{text}: cpu device (no GRES)"
+
+
 def validation_summary(
-    result: dict[str, Any], node: str, reference: dict[str, Any] | None = None
+    result: dict[str, Any], node: str, reference: dict[str, Any] | None = None, gres: str = ""
 ) -> dict[str, Any]:
     """The table row of one worker and each of its checks; with another worker's results as
-    reference, also whether every example graph's outputs agree with that worker's."""
+    reference, also whether every example graph's outputs agree with that worker's; with the
+    GRES the job asked for, whether Slurm gave it."""
     steps: dict[str, Any] = result.get("steps", {})
     checks: list[dict[str, Any]] = []
     errors: list[float] = []
+    given = _given_gres(result)
     _check(checks, "ran on its node", result.get("node") == node, f"ran on {result.get('node')}")
+    if gres_gpu_count(gres) > 0:
+        _check(
+            checks,
+            f"Slurm gave {gres}",
+            gres_gpu_count(given) >= gres_gpu_count(gres),
+            f"given {given or 'no GRES'}",
+        )
 
     devices = steps.get("devices", {})
     listed = devices.get("result") or []
@@ -199,6 +248,8 @@ def validation_summary(
         "total": len(checks),
         "max_rel_err": max(errors, default=0.0),
         "saxpy_gbps": gbps,
+        "gres": given or "-",
+        "ran_on": _ran_on(steps, given),
         "checks": checks,
     }
 
@@ -207,4 +258,4 @@ class FilterModule:
     """gpulab.cluster's filters."""
 
     def filters(self) -> dict[str, Any]:
-        return {"validation_summary": validation_summary}
+        return {"validation_summary": validation_summary, "slurm_gpus": gres_gpu_count}
