@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.gpulab.cluster.plugins.filter.slurm_gpus import (
+    FilterModule as SlurmFilters,
+)
 from ansible_collections.gpulab.cluster.plugins.filter.validation import (
     FilterModule,
     validation_summary,
@@ -75,8 +78,11 @@ def test_a_job_on_the_wrong_node_fails() -> None:
 
 
 def test_the_filter_is_registered() -> None:
-    assert set(FilterModule().filters()) == {"validation_summary", "slurm_gpus"}
-    assert FilterModule().filters()["slurm_gpus"]("gpu:orin:1") == 1
+    assert FilterModule().filters() == {"validation_summary": validation_summary}
+
+
+def test_the_gres_filter_counts_gpus() -> None:
+    assert SlurmFilters().filters()["slurm_gpus"]("gpu:orin:1") == 1
 
 
 GIVEN_GPU = (

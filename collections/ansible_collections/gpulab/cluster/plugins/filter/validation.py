@@ -1,7 +1,6 @@
 # Copyright: gpulab contributors
 # MIT License (see galaxy.yml)
-"""Filters gpulab.cluster.validation_summary (one worker's validation job, judged) and
-gpulab.cluster.slurm_gpus (the GPUs in a GRES string)."""
+"""Filter gpulab.cluster.validation_summary: one worker's validation job, judged."""
 
 from __future__ import annotations
 
@@ -258,4 +257,4 @@ class FilterModule:
     """gpulab.cluster's filters."""
 
     def filters(self) -> dict[str, Any]:
-        return {"validation_summary": validation_summary, "slurm_gpus": gres_gpu_count}
+        return {"validation_summary": validation_summary}
