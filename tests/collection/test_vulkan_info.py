@@ -1,4 +1,5 @@
-"""gpulab.cluster.vulkan_info: the command it runs, how it reads vulkaninfo, and absence."""
+"""gpulab.cluster.vulkan_info: the commands it runs, how it reads vulkaninfo, the device files
+and features it gives each device, and absence."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_runner import
     CommandResult,
     SlurmRunner,
 )
+from ansible_collections.gpulab.cluster.plugins.module_utils.vulkan_devices import (
+    api_version,
+    gres_type,
+)
 from ansible_collections.gpulab.cluster.plugins.modules import vulkan_info
 from ansible_collections.gpulab.cluster.plugins.modules.vulkan_info import (
     ARGUMENT_SPEC,
@@ -22,9 +27,28 @@ from ansible_collections.gpulab.cluster.plugins.modules.vulkan_info import (
 from .fakes import FakeRunner
 
 FIXTURES = Path(__file__).parent / "fixtures"
-# Captured on the development machine (Debian 12, mesa 22.3.6): `vulkaninfo --summary`.
+# Captured on the development machine (Debian 12, mesa 22.3.6, vulkan-tools 1.3.239):
+# `vulkaninfo --summary` and `vulkaninfo` (stdout).
 LAVAPIPE = (FIXTURES / "vulkaninfo-summary-lavapipe.txt").read_text()
-ARGV = ["/usr/bin/vulkaninfo", "--summary"]
+LAVAPIPE_FULL = (FIXTURES / "vulkaninfo-lavapipe.txt").read_text()
+# Reconstructed (each file's header says from what): two H200s, and a JetPack 6 Orin.
+H200X2 = (FIXTURES / "vulkaninfo-summary-h200x2.txt").read_text()
+H200X2_FULL = (FIXTURES / "vulkaninfo-h200x2.txt").read_text()
+ORIN = (FIXTURES / "vulkaninfo-summary-orin.txt").read_text()
+ORIN_FULL = (FIXTURES / "vulkaninfo-orin.txt").read_text()
+SUMMARY = ["/usr/bin/vulkaninfo", "--summary"]
+FULL = ["/usr/bin/vulkaninfo"]
+
+NVIDIA_NODES = [
+    "/dev/nvidia1", "/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
+]  # fmt: skip
+# What L4T r36 (JetPack 6) creates for the Orin's GPU; the render node is tegra-drm's.
+ORIN_NODES = [
+    "/dev/nvmap", "/dev/nvhost-ctrl-gpu", "/dev/nvhost-gpu", "/dev/nvhost-as-gpu",
+    "/dev/nvhost-tsg-gpu", "/dev/nvgpu/igpu0/ctrl", "/dev/nvgpu/igpu0/as",
+    "/dev/nvgpu/igpu0/channel", "/dev/nvgpu/igpu0/tsg", "/dev/dri/renderD128",
+]  # fmt: skip
 
 # Two NVIDIA GPUs and lavapipe, in the shape vulkaninfo 1.3 prints them.
 NVIDIA_AND_CPU = """\
@@ -50,6 +74,34 @@ GPU2:
 \tdriverName         = llvmpipe
 """
 
+# Two AMD GPUs on Mesa's radv: the second one's VK_EXT_physical_device_drm names its node.
+RADV = """\
+Devices:
+========
+GPU0:
+\tapiVersion         = 1.3.255
+\tdeviceType         = PHYSICAL_DEVICE_TYPE_DISCRETE_GPU
+\tdeviceName         = AMD Radeon RX 7900 XTX (RADV NAVI31)
+\tdriverID           = DRIVER_ID_MESA_RADV
+GPU1:
+\tapiVersion         = 1.3.255
+\tdeviceType         = PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU
+\tdeviceName         = AMD Radeon Graphics (RADV RAPHAEL_MENDOCINO)
+\tdriverID           = DRIVER_ID_MESA_RADV
+"""
+RADV_FULL = """\
+Device Properties and Extensions:
+=================================
+GPU0:
+\tsubgroupSize = 64
+GPU1:
+VkPhysicalDeviceDrmPropertiesEXT:
+\thasPrimary   = true
+\thasRender    = true
+\tprimaryMinor = 0
+\trenderMinor  = 128
+"""
+
 
 def params(**given: Any) -> dict[str, Any]:
     values = {name: spec.get("default") for name, spec in ARGUMENT_SPEC.items()}
@@ -62,10 +114,16 @@ def devices(result: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def test_lavapipe_is_one_cpu_device_without_device_files() -> None:
-    runner = FakeRunner(tools=("vulkaninfo",)).expect(ARGV, stdout=LAVAPIPE)
-    result = probe(params(), runner, ["/dev/dri/renderD128"])
-    assert [c.argv for c in runner.calls] == [ARGV]
+def vulkaninfo(summary: str, full: str, full_rc: int = 0) -> FakeRunner:
+    """A runner answering the module's two vulkaninfo runs."""
+    runner = FakeRunner(tools=("vulkaninfo",)).expect(SUMMARY, stdout=summary)
+    return runner.expect(FULL, rc=full_rc, stdout=full)
+
+
+def test_lavapipe_is_one_cpu_device_with_features_and_no_device_files() -> None:
+    runner = vulkaninfo(LAVAPIPE, LAVAPIPE_FULL)
+    result = probe(params(), runner, ["/dev/dri/renderD128"], tegra=False)
+    assert [c.argv for c in runner.calls] == [SUMMARY, FULL]
     assert devices(result) == [
         {
             "index": 0,
@@ -78,27 +136,142 @@ def test_lavapipe_is_one_cpu_device_without_device_files() -> None:
             "vendor_id": "0x10005",
             "device_id": "0x0000",
             "device_files": [],
+            "gres_file": None,
+            "gres_type": "llvmpipe",
+            "features": ["fp64", "llvmpipe", "subgroup8", "vulkan1.3"],
         }
     ]
     assert result["ansible_facts"]["gpulab_vulkan_present"] is True
+    assert result["ansible_facts"]["gpulab_tegra"] is False
     assert result["changed"] is False
     assert result["reason"] == ""
+    assert result["warnings"] == []
 
 
-def test_nvidia_gpus_take_nvidia_nodes_in_order() -> None:
-    runner = FakeRunner(tools=("vulkaninfo",)).expect(ARGV, stdout=NVIDIA_AND_CPU)
-    nodes = ["/dev/nvidia1", "/dev/nvidia0", "/dev/nvidiactl"]
-    found = devices(probe(params(), runner, nodes))
-    assert [(d["name"], d["type"], d["device_files"]) for d in found] == [
-        ("NVIDIA H200", "discrete", ["/dev/nvidia0"]),
-        ("NVIDIA H200", "discrete", ["/dev/nvidia1"]),
-        ("llvmpipe (LLVM 15.0.6, 256 bits)", "cpu", []),
+def test_two_h200s_take_their_own_node_and_the_drivers_shared_ones() -> None:
+    result = probe(params(), vulkaninfo(H200X2, H200X2_FULL), NVIDIA_NODES, tegra=False)
+    shared = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"]
+    assert [
+        (d["name"], d["type"], d["api_version"], d["gres_file"], d["gres_type"], d["features"])
+        for d in devices(result)
+    ] == [
+        ("NVIDIA H200", "discrete", "1.4.312", f"/dev/nvidia{n}", "h200",
+         ["fp64", "h200", "subgroup32", "vulkan1.4"])
+        for n in (0, 1)
+    ]  # fmt: skip
+    assert [d["device_files"] for d in devices(result)] == [
+        ["/dev/nvidia0", *shared],
+        ["/dev/nvidia1", *shared],
     ]
+
+
+def test_shared_nvidia_nodes_are_only_those_present() -> None:
+    nodes = ["/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm"]
+    found = devices(probe(params(), vulkaninfo(H200X2, H200X2_FULL), nodes, tegra=False))
+    assert [d["device_files"] for d in found] == [
+        ["/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm"],
+        [],
+    ]
+    assert [d["gres_file"] for d in found] == ["/dev/nvidia0", None]
+
+
+def test_nvidia_gpus_and_lavapipe_in_order() -> None:
+    runner = vulkaninfo(NVIDIA_AND_CPU, "")
+    found = devices(probe(params(), runner, ["/dev/nvidia1", "/dev/nvidia0"], tegra=False))
+    assert [(d["name"], d["type"], d["device_files"], d["gres_type"]) for d in found] == [
+        ("NVIDIA H200", "discrete", ["/dev/nvidia0"], "h200"),
+        ("NVIDIA H200", "discrete", ["/dev/nvidia1"], "h200"),
+        ("llvmpipe (LLVM 15.0.6, 256 bits)", "cpu", [], "llvmpipe"),
+    ]
+    # An empty full text gives no subgroup or fp64 words, and nothing is invented.
+    assert [d["features"] for d in found] == [["h200", "vulkan1.3"]] * 2 + [
+        ["llvmpipe", "vulkan1.3"]
+    ]
+
+
+def test_jetpack6_orin_takes_the_tegra_nodes_with_nvgpu_ctrl_for_gres() -> None:
+    runner = vulkaninfo(ORIN, ORIN_FULL)
+    result = probe(params(), runner, ORIN_NODES, tegra=True)
+    [orin] = devices(result)
+    assert orin["name"] == "NVIDIA Tegra Orin (nvgpu)"
+    assert orin["type"] == "integrated"
+    assert orin["api_version"] == "1.3.226"
+    assert orin["gres_file"] == "/dev/nvgpu/igpu0/ctrl"
+    assert orin["device_files"] == [
+        "/dev/nvgpu/igpu0/ctrl", "/dev/nvmap", "/dev/nvgpu/igpu0/as", "/dev/nvgpu/igpu0/channel",
+        "/dev/nvgpu/igpu0/tsg", "/dev/nvhost-as-gpu", "/dev/nvhost-ctrl-gpu", "/dev/nvhost-gpu",
+        "/dev/nvhost-tsg-gpu",
+    ]  # fmt: skip
+    assert orin["gres_type"] == "orin"
+    assert orin["features"] == ["fp64", "orin", "subgroup32", "vulkan1.3"]
+    assert result["ansible_facts"]["gpulab_tegra"] is True
+
+
+def test_orin_before_r36_stands_for_itself_with_nvhost_ctrl_gpu() -> None:
+    nodes = [n for n in ORIN_NODES if not n.startswith("/dev/nvgpu/")]
+    [orin] = devices(probe(params(), vulkaninfo(ORIN, ORIN_FULL), nodes, tegra=True))
+    assert orin["gres_file"] == "/dev/nvhost-ctrl-gpu"
+    assert orin["device_files"][:2] == ["/dev/nvhost-ctrl-gpu", "/dev/nvmap"]
+
+
+def test_tegra_host_without_gpu_nodes_has_no_gres_file() -> None:
+    [orin] = devices(probe(params(), vulkaninfo(ORIN, ORIN_FULL), ["/dev/nvmap"], tegra=True))
+    assert (orin["device_files"], orin["gres_file"]) == ([], None)
+
+
+def test_mesa_gpus_take_the_render_node_their_drm_properties_name() -> None:
+    nodes = ["/dev/dri/renderD128", "/dev/dri/renderD129"]
+    found = devices(probe(params(), vulkaninfo(RADV, RADV_FULL), nodes, tegra=False))
+    # GPU1 names renderD128; GPU0 says nothing and takes the next one left, in order.
+    assert [(d["gres_type"], d["gres_file"], d["device_files"]) for d in found] == [
+        ("rx_7900_xtx", "/dev/dri/renderD129", ["/dev/dri/renderD129"]),
+        ("raphael_mendocino", "/dev/dri/renderD128", ["/dev/dri/renderD128"]),
+    ]
+    assert found[0]["features"] == ["rx_7900_xtx", "subgroup64", "vulkan1.3"]
+
+
+def test_failing_full_text_keeps_the_devices_and_warns() -> None:
+    runner = vulkaninfo(LAVAPIPE, "", full_rc=139)
+    result = probe(params(), runner, [], tegra=False)
+    assert devices(result)[0]["features"] == ["llvmpipe", "vulkan1.3"]
+    assert result["reason"] == ""
+    assert result["warnings"] == [
+        "vulkaninfo (full text) exited 139: no subgroup or fp64 features: "
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA H100 80GB HBM3", "h100"),
+        ("NVIDIA A100-SXM4-80GB", "a100"),
+        ("NVIDIA H100 NVL", "h100_nvl"),
+        ("NVIDIA GeForce RTX 4090", "rtx_4090"),
+        ("NVIDIA Tegra Orin (nvgpu)", "orin"),
+        ("llvmpipe (LLVM 15.0.6, 256 bits)", "llvmpipe"),
+        ("Intel(R) UHD Graphics 620", "uhd_620"),
+        ("AMD Radeon Graphics (RADV RAPHAEL_MENDOCINO)", "raphael_mendocino"),
+        ("AMD Radeon RX 7900 XTX (RADV NAVI31)", "rx_7900_xtx"),
+        ("Some Graphics", "some"),
+        ("(NVIDIA)", "gpu"),
+    ],
+)
+def test_gres_type_is_the_model_in_the_name(name: str, expected: str) -> None:
+    assert gres_type(name) == expected
+
+
+@pytest.mark.parametrize(
+    ("printed", "version"),
+    [("1.3.230", "1.3.230"), ("1.3.230 (4206822)", "1.3.230"), ("4206797 (1.3.205)", "1.3.205")],
+)
+def test_api_version_is_the_dotted_one_in_either_order(printed: str, version: str) -> None:
+    assert api_version(printed) == version
 
 
 def test_no_vulkaninfo_is_absent_not_a_failure() -> None:
     runner = FakeRunner(tools=())
-    result = probe(params(), runner, [])
+    result = probe(params(), runner, [], tegra=False)
     assert runner.calls == []
     assert devices(result) == []
     assert result["ansible_facts"]["gpulab_vulkan_present"] is False
@@ -107,8 +280,9 @@ def test_no_vulkaninfo_is_absent_not_a_failure() -> None:
 
 def test_no_driver_is_absent_with_vulkaninfos_last_line() -> None:
     stderr = "ERROR: [Loader Message] Code 0 : vkCreateInstance: Found no drivers!\n"
-    runner = FakeRunner(tools=("vulkaninfo",)).expect(ARGV, rc=1, stderr=stderr)
-    result = probe(params(), runner, [])
+    runner = FakeRunner(tools=("vulkaninfo",)).expect(SUMMARY, rc=1, stderr=stderr)
+    result = probe(params(), runner, [], tegra=False)
+    assert [c.argv for c in runner.calls] == [SUMMARY]
     assert devices(result) == []
     assert result["reason"] == (
         "vulkaninfo exited 1 (no loader or driver?): "
@@ -117,25 +291,37 @@ def test_no_driver_is_absent_with_vulkaninfos_last_line() -> None:
 
 
 def test_device_nodes_are_named_as_under_dev(tmp_path: Path) -> None:
-    (tmp_path / "dri").mkdir()
-    for name in ("nvidia0", "nvidiactl", "dri/renderD128", "dri/card0"):
+    for directory in ("dri", "nvidia-caps", "nvgpu/igpu0"):
+        (tmp_path / directory).mkdir(parents=True)
+    for name in (
+        "nvidia0", "nvidiactl", "nvidia-uvm", "nvidia-caps/nvidia-cap1", "dri/renderD128",
+        "dri/card0", "nvmap", "nvhost-gpu", "nvhost-ctrl-gpu", "nvgpu/igpu0/ctrl", "null",
+    ):  # fmt: skip
         (tmp_path / name).touch()
-    assert sorted(device_nodes(str(tmp_path))) == ["/dev/dri/renderD128", "/dev/nvidia0"]
+    assert sorted(device_nodes(str(tmp_path))) == [
+        "/dev/dri/renderD128", "/dev/nvgpu/igpu0/ctrl", "/dev/nvhost-ctrl-gpu", "/dev/nvhost-gpu",
+        "/dev/nvidia-uvm", "/dev/nvidia0", "/dev/nvidiactl", "/dev/nvmap",
+    ]  # fmt: skip
 
 
-def test_main_runs_in_check_mode(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+def test_main_runs_in_check_mode_and_reads_the_tegra_mark(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(SlurmRunner, "which", lambda self, name: f"/usr/bin/{name}")
     calls: list[list[str]] = []
 
     def run(self: SlurmRunner, argv: list[str], **_: Any) -> CommandResult:
         calls.append(list(argv))
-        return CommandResult(0, LAVAPIPE, "")
+        return CommandResult(0, ORIN if argv[1:] == ["--summary"] else ORIN_FULL, "")
 
     monkeypatch.setattr(SlurmRunner, "run", run)
-    with patch_module_args({"_ansible_check_mode": True}), pytest.raises(SystemExit):
+    release = tmp_path / "nv_tegra_release"
+    release.write_text("# R36 (release), REVISION: 4.3\n")
+    args = {"_ansible_check_mode": True, "tegra_release": str(release), "dev_dir": str(tmp_path)}
+    with patch_module_args(args), pytest.raises(SystemExit):
         vulkan_info.main()
     result = json.loads(capsys.readouterr().out)
-    assert calls == [ARGV]
-    assert result["ansible_facts"]["gpulab_vulkan_devices"][0]["driver"] == "llvmpipe"
+    assert calls == [SUMMARY, FULL]
+    assert result["ansible_facts"]["gpulab_tegra"] is True
+    [orin] = result["ansible_facts"]["gpulab_vulkan_devices"]
+    assert (orin["gres_type"], orin["gres_file"]) == ("orin", None)

@@ -14,12 +14,17 @@ module: vulkan_info
 short_description: Report the host's Vulkan devices as facts
 description:
   - Runs C(vulkaninfo --summary) (from vulkan-tools) and returns each Vulkan device it lists
-    as the fact C(gpulab_vulkan_devices).
-  - Each GPU gets the device file a job needs to use it (C(/dev/nvidiaN) for NVIDIA's driver,
-    a C(/dev/dri/renderD*) node otherwise), matched in enumeration order; CPU devices such as
-    lavapipe have none.
+    as the fact C(gpulab_vulkan_devices); then C(vulkaninfo) for the full text, which alone
+    tells the subgroup size and shaderFloat64 behind each device's C(features).
+  - Each GPU gets the device files a job needs to use it and the one of them that stands for it
+    in Slurm's gres.conf, that is C(/dev/nvidiaN) plus the shared C(/dev/nvidiactl), C(/dev/nvidia-uvm), ...
+    for NVIDIA's discrete GPUs; C(/dev/nvmap), C(/dev/nvhost-*) and C(/dev/nvgpu/igpu0/*) for the
+    integrated GPU of an L4T (Jetson) host, standing for it C(/dev/nvgpu/igpu0/ctrl), or
+    C(/dev/nvhost-ctrl-gpu) before L4T r36; a C(/dev/dri/renderD*) node for any other GPU.
+    CPU devices such as lavapipe have none.
   - Reports absent (an empty list and a RV(reason)), never a failure, when vulkaninfo,
-    the Vulkan loader or any driver is missing.
+    the Vulkan loader or any driver is missing. When only the full text fails, the devices
+    are reported without subgroup and fp64 features, with a warning.
   - Changes nothing, so it runs in check mode too.
 version_added: "1.0.0"
 author: gpulab
@@ -32,6 +37,10 @@ options:
     description: Where the device nodes live.
     type: path
     default: /dev
+  tegra_release:
+    description: The file whose presence marks an L4T (Jetson) host.
+    type: path
+    default: /etc/nv_tegra_release
 attributes:
   check_mode:
     support: full
@@ -45,7 +54,11 @@ EXAMPLES = r"""
 
 - name: Show the GPUs that Slurm can hand out
   ansible.builtin.debug:
-    msg: "{{ ansible_facts.gpulab_vulkan_devices | selectattr('device_files') | list }}"
+    msg: "{{ ansible_facts.gpulab_vulkan_devices | selectattr('gres_file') | list }}"
+
+- name: Read the devices from a recorded vulkaninfo (a script printing a real device's output)
+  gpulab.cluster.vulkan_info:
+    vulkaninfo: /usr/local/lib/gpulab-standin/vulkaninfo
 """
 
 RETURN = r"""
@@ -69,12 +82,33 @@ ansible_facts:
         vendor_id: {description: PCI vendor (or Khronos vendor) id., type: str, sample: "0x10005"}
         device_id: {description: Device id., type: str, sample: "0x0000"}
         device_files:
-          description: Device nodes a job needs for this device; empty for CPU devices.
+          description:
+            - Every device node a job needs for this device, C(gres_file)
+              first; empty for CPU devices and when the nodes are missing.
           type: list
           elements: str
-          sample: [/dev/nvidia0]
+          sample: [/dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools]
+        gres_file:
+          description: The device node that stands for this GPU in gres.conf (File=); null for CPUs.
+          type: str
+          sample: /dev/nvidia0
+        gres_type:
+          description: "The model in the device name, lowercase [a-z0-9_], for gres.conf's Type=."
+          type: str
+          sample: h200
+        features:
+          description:
+            - Slurm node feature words, sorted - the model (C(gres_type)), C(vulkanMAJOR.MINOR)
+              of the API version, C(subgroupN) (the subgroup size) and C(fp64) when the device
+              has shaderFloat64.
+          type: list
+          elements: str
+          sample: [fp64, h200, subgroup32, vulkan1.4]
     gpulab_vulkan_present:
       description: Whether vulkaninfo found at least one device.
+      type: bool
+    gpulab_tegra:
+      description: Whether this is an L4T (Jetson) host, that is O(tegra_release) exists.
       type: bool
 reason:
   description: Why no devices were found; empty when some were.
@@ -89,59 +123,97 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_runner import (
+    CommandResult,
     Runner,
     SlurmRunner,
 )
 from ansible_collections.gpulab.cluster.plugins.module_utils.vulkan_devices import (
+    add_features,
     assign_device_files,
+    parse_details,
     parse_summary,
 )
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "vulkaninfo": {"type": "str", "default": "vulkaninfo"},
     "dev_dir": {"type": "path", "default": "/dev"},
+    "tegra_release": {"type": "path", "default": "/etc/nv_tegra_release"},
 }
+# GPU device nodes, relative to dev_dir: NVIDIA's, DRM render nodes, Tegra's.
+DEVICE_NODE_GLOBS = ("nvidia*", "dri/renderD*", "nvmap", "nvhost-*", "nvgpu/igpu0/*")
 
 
 def device_nodes(dev_dir: str) -> list[str]:
-    """The GPU device nodes under dev_dir, named as under /dev."""
-    found = glob.glob(os.path.join(dev_dir, "nvidia[0-9]*")) + glob.glob(
-        os.path.join(dev_dir, "dri", "renderD*")
-    )
-    return ["/dev/" + os.path.relpath(path, dev_dir) for path in found]
+    """The GPU device nodes under dev_dir (not directories such as nvidia-caps), named as
+    under /dev."""
+    found = [
+        path for pattern in DEVICE_NODE_GLOBS for path in glob.glob(os.path.join(dev_dir, pattern))
+    ]
+    return ["/dev/" + os.path.relpath(path, dev_dir) for path in found if not os.path.isdir(path)]
 
 
-def probe(params: dict[str, Any], runner: Runner, nodes: list[str]) -> dict[str, Any]:
-    """The module's result: facts, and the reason when there are no devices."""
-    devices: list[dict[str, Any]] = []
-    reason = ""
+def _last_line(result: CommandResult) -> str:
+    return ((result.stderr.strip() or result.stdout.strip()).splitlines()[-1:] or [""])[0]
+
+
+def read_devices(
+    command: str, runner: Runner, nodes: list[str], tegra: bool
+) -> tuple[list[dict[str, Any]], str, list[str]]:
+    """The devices, why there are none, and warnings."""
+    summary = runner.run([command, "--summary"])
+    if summary.rc != 0:
+        return (
+            [],
+            f"vulkaninfo exited {summary.rc} (no loader or driver?): {_last_line(summary)}",
+            [],
+        )
+    devices = parse_summary(summary.stdout)
+    if not devices:
+        return [], "vulkaninfo lists no devices (no Vulkan driver installed?)", []
+    full = runner.run([command])
+    if full.rc != 0:
+        warning = f"vulkaninfo (full text) exited {full.rc}: no subgroup or fp64 features"
+        return _finish(devices, {}, nodes, tegra), "", [f"{warning}: {_last_line(full)}"]
+    return _finish(devices, parse_details(full.stdout), nodes, tegra), "", []
+
+
+def _finish(
+    devices: list[dict[str, Any]], details: dict[int, dict[str, str]], nodes: list[str], tegra: bool
+) -> list[dict[str, Any]]:
+    add_features(devices, details)
+    assign_device_files(devices, nodes, tegra, details)
+    return devices
+
+
+def probe(params: dict[str, Any], runner: Runner, nodes: list[str], tegra: bool) -> dict[str, Any]:
+    """The module's result: facts, the reason when there are no devices, and warnings."""
     command = runner.which(params["vulkaninfo"])
+    devices: list[dict[str, Any]] = []
+    warnings: list[str] = []
     if command is None:
         reason = f"{params['vulkaninfo']} is not installed (package vulkan-tools)"
     else:
-        result = runner.run([command, "--summary"])
-        if result.rc != 0:
-            last = (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:] or [""]
-            reason = f"vulkaninfo exited {result.rc} (no loader or driver?): {last[0]}"
-        else:
-            devices = parse_summary(result.stdout)
-            assign_device_files(devices, nodes)
-            reason = "" if devices else "vulkaninfo lists no devices (no Vulkan driver installed?)"
+        devices, reason, warnings = read_devices(command, runner, nodes, tegra)
     return {
         "changed": False,
         "reason": reason,
+        "warnings": warnings,
         "ansible_facts": {
             "gpulab_vulkan_devices": devices,
             "gpulab_vulkan_present": bool(devices),
+            "gpulab_tegra": tegra,
         },
     }
 
 
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    module.exit_json(
-        **probe(module.params, SlurmRunner(module), device_nodes(module.params["dev_dir"]))
-    )
+    params = module.params
+    tegra = os.path.exists(params["tegra_release"])
+    result = probe(params, SlurmRunner(module), device_nodes(params["dev_dir"]), tegra)
+    for warning in result.pop("warnings"):
+        module.warn(warning)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,197 @@
+"""gres.conf, nodes.conf and plugins.conf as the slurm role renders them from real
+gpulab.cluster.vulkan_info runs: a 2-GPU H200 node, a JetPack 6 Orin and a lavapipe node.
+
+One ansible-playbook run on local hosts (no podman): on each worker the module runs against a
+recorded vulkaninfo (tests/collection/fixtures, a script printing them), a directory of
+device files named as under /dev and, on the Orin, an nv_tegra_release; then the slurm
+role's facts.yml and its templates. The three hosts share this machine, so a tiny test-only
+module gives each the hostname a real node would report (the stand-in for what one machine
+cannot be). A second run changes nothing: the lists are sorted, so converges are idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+FIXTURES = ROOT / "tests/collection/fixtures"
+TEMPLATES = ROOT / "roles/slurm/templates"
+CONFIGS = ("gres.conf", "nodes.conf", "plugins.conf")
+
+# Per worker: the vulkaninfo recordings, the device files and whether it is L4T.
+WORKERS: dict[str, dict[str, Any]] = {
+    "h200node": {
+        "recording": "h200x2",
+        "nodes": ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"],
+        "tegra": False,
+        "vars": {"slurm_node_features": ["fp64", "bigmem"]},
+    },
+    "orinnode": {
+        "recording": "orin",
+        "nodes": ["nvmap", "nvhost-ctrl-gpu", "nvhost-gpu", "nvgpu/igpu0/ctrl",
+                  "nvgpu/igpu0/as", "dri/renderD128"],
+        "tegra": True,
+        "vars": {},
+    },
+    "labnode": {"recording": "lavapipe", "nodes": ["dri/renderD128"], "tegra": False, "vars": {}},
+}  # fmt: skip
+
+# A module that reports the hostname it is given, as setup would on a real node.
+HOSTNAME_MODULE = """\
+#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+
+module = AnsibleModule(argument_spec={"name": {"type": "str", "required": True}})
+module.exit_json(changed=False, ansible_facts={"hostname": module.params["name"]})
+"""
+
+
+def _worker(work: Path, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The recorded vulkaninfo, /dev and tegra release of one worker; its host variables."""
+    home = work / name
+    for node in spec["nodes"]:
+        (home / "dev" / node).parent.mkdir(parents=True, exist_ok=True)
+        (home / "dev" / node).touch()
+    vulkaninfo = home / "vulkaninfo"
+    summary = FIXTURES / f"vulkaninfo-summary-{spec['recording']}.txt"
+    full = FIXTURES / f"vulkaninfo-{spec['recording']}.txt"
+    vulkaninfo.write_text(
+        f'#!/bin/sh\nif [ "$1" = --summary ]; then cat {summary}; else cat {full}; fi\n'
+    )
+    vulkaninfo.chmod(0o755)
+    release = home / "nv_tegra_release"
+    if spec["tegra"]:
+        release.write_text("# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic\n")
+    return {
+        "test_vulkaninfo": str(vulkaninfo),
+        "test_dev_dir": str(home / "dev"),
+        "test_tegra_release": str(release),
+        **spec["vars"],
+    }
+
+
+def _playbook(out: Path) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "Read the devices and describe the nodes",
+            "hosts": "all",
+            "gather_facts": False,
+            "tasks": [
+                {"name": "Report the node's hostname",
+                 "fake_hostname": {"name": "{{ inventory_hostname }}"}},
+                {"name": "Read the Vulkan devices", "when": "inventory_hostname in groups.workers",
+                 "gpulab.cluster.vulkan_info": {
+                     "vulkaninfo": "{{ test_vulkaninfo }}", "dev_dir": "{{ test_dev_dir }}",
+                     "tegra_release": "{{ test_tegra_release }}"}},
+                {"name": "Describe the node", "ansible.builtin.include_role": {
+                    "name": "slurm", "tasks_from": "facts", "public": True}},
+                {"name": "Render the configuration", "run_once": True,
+                 "ansible.builtin.template": {"src": f"{TEMPLATES}/{{{{ item }}}}.j2",
+                                              "dest": f"{out}/{{{{ item }}}}", "mode": "0644"},
+                 "loop": list(CONFIGS)},
+            ],
+        }
+    ]  # fmt: skip
+
+
+def _inventory(work: Path) -> dict[str, Any]:
+    local = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
+        "slurm_node_cpus": 2,
+        "slurm_node_real_memory": 2048,
+        "slurm_cgroups": "disabled",
+    }
+    workers = {name: local | _worker(work, name, spec) for name, spec in WORKERS.items()}
+    return {
+        "all": {
+            "hosts": {"ctlnode": local, **workers},
+            "children": {
+                "controller": {"hosts": {"ctlnode": {}}},
+                "workers": {"hosts": {name: {} for name in WORKERS}},
+            },
+        }
+    }
+
+
+def _run(work: Path) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "MOLECULE_"))}
+    env |= {
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+        "ANSIBLE_LIBRARY": str(work / "library"),
+        "ANSIBLE_GATHERING": "explicit",
+        "ANSIBLE_RETRY_FILES_ENABLED": "false",
+        "ANSIBLE_NOCOLOR": "1",
+    }
+    done = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", str(work / "hosts.json"), str(work / "play.yml")],
+        capture_output=True, text=True, check=False, cwd=ROOT, env=env,
+    )  # fmt: skip
+    start = done.stdout.find("{")
+    assert done.returncode == 0 and start >= 0, done.stdout[-3000:] + done.stderr[-2000:]
+    report: dict[str, Any] = json.loads(done.stdout[start:])
+    return report
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], list[Any]]:
+    """Each configuration file's text, and the stats of both runs."""
+    work = tmp_path_factory.mktemp("gres")
+    out = work / "out"
+    out.mkdir()
+    (work / "library").mkdir()
+    (work / "library/fake_hostname.py").write_text(HOSTNAME_MODULE)
+    (work / "hosts.json").write_text(json.dumps(_inventory(work)))
+    (work / "play.yml").write_text(yaml.safe_dump(_playbook(out), sort_keys=False))
+    stats = [_run(work)["stats"] for _ in range(2)]
+    return {name: (out / name).read_text() for name in CONFIGS}, stats
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+def test_gres_conf_has_one_line_per_gpu_and_none_for_lavapipe(
+    rendered: tuple[dict[str, str], list[Any]],
+) -> None:
+    assert _lines(rendered[0]["gres.conf"]) == [
+        "NodeName=h200node Name=gpu Type=h200 File=/dev/nvidia0",
+        "NodeName=h200node Name=gpu Type=h200 File=/dev/nvidia1",
+        "NodeName=orinnode Name=gpu Type=orin File=/dev/nvgpu/igpu0/ctrl",
+    ]
+
+
+def test_nodes_carry_their_gres_and_the_union_of_features(
+    rendered: tuple[dict[str, str], list[Any]],
+) -> None:
+    nodes = [line for line in _lines(rendered[0]["nodes.conf"]) if line.startswith("NodeName=")]
+    assert nodes == [
+        "NodeName=h200node CPUs=2 RealMemory=2048 Gres=gpu:h200:2"
+        " Features=bigmem,fp64,h200,subgroup32,vulkan1.4 State=UNKNOWN",
+        "NodeName=orinnode CPUs=2 RealMemory=2048 Gres=gpu:orin:1"
+        " Features=fp64,orin,subgroup32,vulkan1.3 State=UNKNOWN",
+        "NodeName=labnode CPUs=2 RealMemory=2048"
+        " Features=fp64,llvmpipe,subgroup8,vulkan1.3 State=UNKNOWN",
+    ]
+
+
+def test_slurm_is_told_about_the_gpu_gres_type(
+    rendered: tuple[dict[str, str], list[Any]],
+) -> None:
+    assert "GresTypes=gpu" in _lines(rendered[0]["plugins.conf"])
+
+
+def test_a_second_run_changes_nothing(rendered: tuple[dict[str, str], list[Any]]) -> None:
+    first, second = rendered[1]
+    assert first["ctlnode"]["changed"] == 1  # the one template task, all files written
+    assert all(host["changed"] == 0 for host in second.values()), second
