@@ -31,6 +31,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # `vulkaninfo --summary` and `vulkaninfo` (stdout).
 LAVAPIPE = (FIXTURES / "vulkaninfo-summary-lavapipe.txt").read_text()
 LAVAPIPE_FULL = (FIXTURES / "vulkaninfo-lavapipe.txt").read_text()
+# Captured on the device tool's H200 host (Ubuntu 24.04, driver 580): one H200.
+H200 = (FIXTURES / "vulkaninfo-summary-h200.txt").read_text()
+H200_FULL = (FIXTURES / "vulkaninfo-h200.txt").read_text()
 # Reconstructed (each file's header says from what): two H200s, and a JetPack 6 Orin.
 H200X2 = (FIXTURES / "vulkaninfo-summary-h200x2.txt").read_text()
 H200X2_FULL = (FIXTURES / "vulkaninfo-h200x2.txt").read_text()
@@ -146,6 +149,19 @@ def test_lavapipe_is_one_cpu_device_with_features_and_no_device_files() -> None:
     assert result["changed"] is False
     assert result["reason"] == ""
     assert result["warnings"] == []
+
+
+def test_a_real_h200_capture_gives_its_node_features_and_the_drivers_nodes() -> None:
+    # The device nodes that host has: no /dev/dri, no nvidia-modeset.
+    nodes = ["/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
+    [h200] = devices(probe(params(), vulkaninfo(H200, H200_FULL), nodes, tegra=False))
+    assert (h200["name"], h200["type"], h200["driver_id"], h200["api_version"]) == (
+        "NVIDIA H200", "discrete", "DRIVER_ID_NVIDIA_PROPRIETARY", "1.4.312"
+    )  # fmt: skip
+    assert h200["gres_file"] == "/dev/nvidia0"
+    assert h200["gres_type"] == "h200"
+    assert h200["device_files"] == nodes
+    assert h200["features"] == ["fp64", "h200", "subgroup32", "vulkan1.4"]
 
 
 def test_two_h200s_take_their_own_node_and_the_drivers_shared_ones() -> None:
