@@ -39,7 +39,8 @@ EXAMPLES = r"""
     fail_msg: "{{ ansible_facts | gpulab.cluster.platform_refusal(inventory_hostname) }}"
 
 - name: Load the distribution's variables
-  ansible.builtin.include_vars: "{{ lookup('first_found', _files, paths=['vars']) }}"
+  ansible.builtin.include_vars:
+    file: "{{ lookup('ansible.builtin.first_found', _files, paths=['vars']) }}"
   vars:
     _files: "{{ ansible_facts | gpulab.cluster.platform_vars_files }}"
 """
