@@ -17,7 +17,7 @@ description:
     24.04.
   - The companion filter platform_vars_files gives the role variable files to try, most specific
     first, for include_vars with the first_found lookup.
-version_added: "1.1.0"
+version_added: "1.0.0"
 author: gpulab
 options:
   _input:

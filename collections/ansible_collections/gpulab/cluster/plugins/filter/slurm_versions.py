@@ -18,7 +18,7 @@ description:
     24.11 or later (SchedMD's upgrade guide, "Compatibility Window").
   - The companion filter slurm_release turns a package version (22.05.8-4+deb12u3,
     1:21.08.5-2ubuntu1) into its major release (22.05), or '' when it holds none.
-version_added: "1.1.0"
+version_added: "1.0.0"
 author: gpulab
 options:
   _input:
