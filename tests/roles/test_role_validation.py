@@ -380,3 +380,25 @@ def test_good_settings_pass_every_check(runs: dict[str, Run]) -> None:
     ran = {name for name, _, _ in run.results()}
     for role in PLAY_HOSTS:
         assert _validation_task_names(role) <= ran, role
+
+
+def test_vulkan_without_packages_only_checks_what_is_there(
+    fact_cache: Path, tmp_path: Path
+) -> None:
+    """vulkan_install_packages false: no apt task runs; this machine's loader is found, and a
+    vulkaninfo that is not there is named in one line."""
+    case = Case("vulkan-preinstalled", "vulkan",
+                {"vulkan_install_packages": False, "vulkan_job_users": ["root"],
+                 "vulkan_vulkaninfo": "/nonexistent/vulkaninfo"},
+                (), "worker1")  # fmt: skip
+    run = _run_playbook(tmp_path, fact_cache, [_bad_play(case)], case)
+    ran = list(run.results())
+    installs = [name for name, _, r in ran if "Install" in name and not r.get("skipped")]
+    assert not installs, installs
+    failures = {host: _message(r) for name, host, r in ran if r.get("failed")}
+    assert run.rc != 0 and set(failures) == {"worker1", "worker2"}, run.text[-2000:]
+    assert failures["worker1"] == (
+        "vulkan: worker1 has vulkan_install_packages false but no /nonexistent/vulkaninfo; "
+        "install the GPU driver's Vulkan loader and vulkaninfo (vulkan-tools), or set "
+        "vulkan_install_packages: true."
+    )
