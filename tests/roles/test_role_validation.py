@@ -7,12 +7,17 @@ first), the message names the variable and the host (for a cluster-wide check su
 partitions, the host that is wrong), no task reported a change and no task past the
 validation ran. One run with good settings shows the same checks pass. Check mode keeps this
 machine safe even if a refusal went missing.
+
+What one machine cannot be, a case fakes through a stand-in, named as such: another
+distribution (facts set in a play of its own before the role's), or another Slurm version
+on a host (a `dpkg-query` that reports it, first on that host's PATH).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -54,6 +59,10 @@ class Case:
     host_vars: dict[str, dict[str, Any]] = field(default_factory=dict)
     groups: dict[str, list[str]] = field(default_factory=lambda: HOSTS)
     play_hosts: str = ""
+    # Stand-ins: facts a host reports instead of this machine's, and the Slurm package
+    # version a host reports as installed.
+    facts: dict[str, dict[str, str]] = field(default_factory=dict)
+    slurm_versions: dict[str, str] = field(default_factory=dict)
 
 
 CASES = [
@@ -127,6 +136,23 @@ CASES = [
          ("worker1", "vulkan_job_users", "no-such-user"), "worker1"),
     Case("vulkan-driver-not-a-choice", "vulkan", {"vulkan_driver": "radeon"},
          ("vulkan_driver", "auto, mesa, nvidia, jetson"), "worker1"),
+    # distributions and Slurm versions
+    Case("unsupported-distribution", "identity", {},
+         ("gpulab: worker2 runs CentOS 9; supported: Debian 12, 13, Raspberry Pi OS 12, "
+          "Ubuntu 22.04, 24.04",), "worker2",
+         facts={"worker2": {"distribution": "CentOS", "distribution_version": "9",
+                            "distribution_major_version": "9", "os_family": "RedHat"}}),
+    Case("ubuntu-not-lts", "vulkan", {},
+         ("gpulab: worker1 runs Ubuntu 23.10; supported:",), "worker1",
+         facts={"worker1": {"distribution": "Ubuntu", "distribution_version": "23.10",
+                            "distribution_major_version": "23", "os_family": "Debian"}}),
+    # This machine's Slurm is Debian 12's 22.05; worker2 stands in for a Debian 13 host.
+    Case("slurm-worker-newer-than-controller", "slurm", {},
+         ("worker2", "Slurm 24.11 (24.11.5-1)", "newer than 22.05", "controller1"), "controller1",
+         slurm_versions={"worker2": "24.11.5-1"}),
+    Case("slurm-worker-too-old", "slurm", {},
+         ("worker1", "Slurm 20.02", "too old for 22.05", "accepts 22.05, 21.08, 20.11"),
+         "controller1", slurm_versions={"worker1": "20.02.6-1"}),
 ]  # fmt: skip
 
 # Settings like the lab's, with which every role's validation passes.
@@ -198,16 +224,58 @@ class Run:
     text: str  # everything the run printed
 
     def results(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
-        """(task name, host, result) of every task that ran, in order."""
+        """(task name, host, result) of every task that ran, in order, but the stand-ins'."""
         for play in self.report["plays"]:
+            if play["play"]["name"].startswith(STAND_IN):
+                continue
             for task in play["tasks"]:
                 for host, result in task["hosts"].items():
                     yield task["task"]["name"], host, result
 
 
+STAND_IN = "stand-in"
+
+
+def _stand_in_facts(work: Path, cache: Path, case: Case) -> tuple[Path, list[dict[str, Any]]]:
+    """A copy of the fact cache and the plays that make the case's hosts report other facts
+    (cacheable set_fact: ansible_facts reads the cache)."""
+    if not case.facts:
+        return cache, []
+    own = work / "cache"
+    shutil.copytree(cache, own)
+    plays = [
+        {"name": f"{STAND_IN}: {host} reports other facts", "hosts": host, "gather_facts": False,
+         "tasks": [{"name": f"{STAND_IN}: facts", "ansible.builtin.set_fact": {
+             **{f"ansible_{key}": value for key, value in facts.items()}, "cacheable": True}}]}
+        for host, facts in case.facts.items()
+    ]  # fmt: skip
+    return own, plays
+
+
+def _stand_in_slurm(work: Path, case: Case) -> dict[str, dict[str, Any]]:
+    """Per host of case.slurm_versions, a Python that puts a dpkg-query reporting that
+    version as installed first on PATH: the host vars that select it."""
+    host_vars: dict[str, dict[str, Any]] = {}
+    for host, version in case.slurm_versions.items():
+        bin_dir = work / f"{STAND_IN}-{host}"
+        bin_dir.mkdir()
+        dpkg_query = bin_dir / "dpkg-query"
+        dpkg_query.write_text(f"#!/bin/sh\nprintf 'installed %s' '{version}'\n")
+        python = bin_dir / "python3"
+        python.write_text(f'#!/bin/sh\nPATH="{bin_dir}:$PATH" exec "{sys.executable}" "$@"\n')
+        for script in (dpkg_query, python):
+            script.chmod(0o755)
+        host_vars[host] = {"ansible_python_interpreter": str(python)}
+    return host_vars
+
+
 def _run_playbook(work: Path, cache: Path, plays: list[dict[str, Any]], case: Case | None) -> Run:
     groups = case.groups if case else HOSTS
     host_vars = case.host_vars if case else {}
+    if case:
+        cache, stand_ins = _stand_in_facts(work, cache, case)
+        plays = stand_ins + plays
+        host_vars = host_vars | _stand_in_slurm(work, case)
     (work / "hosts.json").write_text(_inventory(groups, host_vars))
     (work / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
     (work / "vars.json").write_text(json.dumps(case.variables if case else GOOD))
@@ -312,3 +380,25 @@ def test_good_settings_pass_every_check(runs: dict[str, Run]) -> None:
     ran = {name for name, _, _ in run.results()}
     for role in PLAY_HOSTS:
         assert _validation_task_names(role) <= ran, role
+
+
+def test_vulkan_without_packages_only_checks_what_is_there(
+    fact_cache: Path, tmp_path: Path
+) -> None:
+    """vulkan_install_packages false: no apt task runs; this machine's loader is found, and a
+    vulkaninfo that is not there is named in one line."""
+    case = Case("vulkan-preinstalled", "vulkan",
+                {"vulkan_install_packages": False, "vulkan_job_users": ["root"],
+                 "vulkan_vulkaninfo": "/nonexistent/vulkaninfo"},
+                (), "worker1")  # fmt: skip
+    run = _run_playbook(tmp_path, fact_cache, [_bad_play(case)], case)
+    ran = list(run.results())
+    installs = [name for name, _, r in ran if "Install" in name and not r.get("skipped")]
+    assert not installs, installs
+    failures = {host: _message(r) for name, host, r in ran if r.get("failed")}
+    assert run.rc != 0 and set(failures) == {"worker1", "worker2"}, run.text[-2000:]
+    assert failures["worker1"] == (
+        "vulkan: worker1 has vulkan_install_packages false but no /nonexistent/vulkaninfo; "
+        "install the GPU driver's Vulkan loader and vulkaninfo (vulkan-tools), or set "
+        "vulkan_install_packages: true."
+    )

@@ -1,0 +1,130 @@
+# Copyright: gpulab contributors
+# MIT License (see galaxy.yml)
+"""Filters gpulab.cluster.slurm_release and slurm_version_refusals: which Slurm versions may
+meet in one cluster, by SchedMD's compatibility window."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+DOCUMENTATION = r"""
+---
+name: slurm_version_refusals
+short_description: The hosts whose Slurm cannot work with the controller's, one line each
+description:
+  - Slurm's major releases are named YY.MM. slurmd and the client commands must not be newer than
+    slurmctld, and may be older by at most two major releases, or three when the controller runs
+    24.11 or later (SchedMD's upgrade guide, "Compatibility Window").
+  - The companion filter slurm_release turns a package version (22.05.8-4+deb12u3,
+    1:21.08.5-2ubuntu1) into its major release (22.05), or '' when it holds none.
+version_added: "1.0.0"
+author: gpulab
+options:
+  _input:
+    description: Each host's Slurm package version (installed, or apt's candidate); '' for none.
+    type: dict
+    required: true
+  controller:
+    description: The host that runs slurmctld; its version is the one every other host is held to.
+    type: str
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Check that every host's Slurm works with the controller's
+  ansible.builtin.assert:
+    that: versions | gpulab.cluster.slurm_version_refusals('controller1') | length == 0
+    fail_msg: "{{ versions | gpulab.cluster.slurm_version_refusals('controller1') | join('; ') }}"
+  vars:
+    versions: {controller1: 22.05.8-4+deb12u3, worker1: 24.11.5-1}
+"""
+
+RETURN = r"""
+_value:
+  description: One line per refused host naming it, its version and the controller's; [] if none.
+  type: list
+  elements: str
+"""
+
+# Every major release since 17.02, oldest first: the cadence was irregular until 24.05.
+RELEASES = (
+    "17.02", "17.11", "18.08", "19.05", "20.02", "20.11", "21.08", "22.05",
+    "23.02", "23.11", "24.05", "24.11", "25.05", "25.11",
+)  # fmt: skip
+# From 24.05 on, a release every May and November: later ones follow that rule.
+_SIX_MONTHLY = ("05", "11")
+# 24.11 widened the window from two older releases to three.
+_WIDER_WINDOW_FROM = "24.11"
+_RELEASE = re.compile(r"(?:^|[\s:])(\d{2})\.(\d{2})(?:\.\d+)?")
+
+
+def slurm_release(version: str) -> str:
+    """The major release (YY.MM) in a package version or `sinfo -V` output, or ''."""
+    match = _RELEASE.search(str(version or ""))
+    return f"{match.group(1)}.{match.group(2)}" if match else ""
+
+
+def _index(release: str) -> int | None:
+    """The release's place in Slurm's sequence, or None for a name that was never a release."""
+    if release in RELEASES:
+        return RELEASES.index(release)
+    year, month = release.split(".")
+    last_year = int(RELEASES[-1].split(".")[0])
+    if month not in _SIX_MONTHLY or int(year) <= last_year:
+        return None
+    return len(RELEASES) + (int(year) - last_year - 1) * 2 + _SIX_MONTHLY.index(month)
+
+
+def _name(index: int) -> str:
+    """The release at a place in the sequence (the inverse of _index)."""
+    if index < len(RELEASES):
+        return RELEASES[index]
+    years, half = divmod(index - len(RELEASES), 2)
+    return f"{int(RELEASES[-1].split('.')[0]) + 1 + years}.{_SIX_MONTHLY[half]}"
+
+
+def _window(controller_index: int) -> int:
+    return 3 if controller_index >= RELEASES.index(_WIDER_WINDOW_FROM) else 2
+
+
+def _accepted(controller_index: int) -> str:
+    low = max(controller_index - _window(controller_index), 0)
+    return ", ".join(_name(i) for i in range(controller_index, low - 1, -1))
+
+
+def slurm_version_refusals(versions: dict[str, str], controller: str) -> list[str]:
+    """One line per host whose Slurm the controller's would refuse, or cannot be judged."""
+    ours = slurm_release(versions.get(controller, ""))
+    ours_index = _index(ours) if ours else None
+    if ours_index is None:
+        return [
+            f"slurm: the controller {controller} has no Slurm package to install or a release "
+            f"Slurm never made ({versions.get(controller) or 'none'}); enable the repository that "
+            "has slurmctld (Ubuntu: universe)"
+        ]
+    refusals = []
+    for host, version in sorted(versions.items()):
+        theirs = slurm_release(version)
+        index = _index(theirs) if theirs else None
+        where = f"slurm: {host} would run Slurm {theirs or 'none'} ({version or 'no package'})"
+        if index is None:
+            refusals.append(f"{where}, which cannot be judged: enable the repository with Slurm")
+        elif index > ours_index:
+            refusals.append(
+                f"{where}, newer than {ours} on the controller {controller}; a controller must run "
+                "the newest Slurm of its cluster (docs/cluster_bootstrap.md)"
+            )
+        elif ours_index - index > _window(ours_index):
+            refusals.append(
+                f"{where}, too old for {ours} on the controller {controller}, which accepts "
+                f"{_accepted(ours_index)}; see docs/cluster_bootstrap.md"
+            )
+    return refusals
+
+
+class FilterModule:
+    """gpulab.cluster's Slurm version filters."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"slurm_release": slurm_release, "slurm_version_refusals": slurm_version_refusals}
