@@ -8,6 +8,8 @@ from gpulab.backends.base import (
     Segment,
     SegmentRun,
 )
+from gpulab.backends.device_choice import DeviceChoice, choose_device
+from gpulab.backends.gpu_files import HostFiles, files_by_device
 from gpulab.backends.result import Result
 from gpulab.backends.runner import Runner, run_graph
 from gpulab.backends.select import BACKENDS, open_executor, resolve
@@ -15,12 +17,16 @@ from gpulab.backends.select import BACKENDS, open_executor, resolve
 __all__ = [
     "BACKENDS",
     "BackendUnavailable",
+    "DeviceChoice",
     "ExecutionFailed",
+    "HostFiles",
     "OperationExecutor",
     "Result",
     "Runner",
     "Segment",
     "SegmentRun",
+    "choose_device",
+    "files_by_device",
     "open_executor",
     "resolve",
     "run_graph",

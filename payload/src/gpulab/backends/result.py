@@ -55,7 +55,7 @@ def output_json(value: FloatArray, full: bool) -> dict[str, Any]:
     return entry
 
 
-def slurm_info() -> dict[str, str] | None:
+def slurm_info() -> dict[str, Any] | None:
     """The Slurm job id and node list when running inside a Slurm job."""
     job_id = os.environ.get("SLURM_JOB_ID")
     if not job_id:
@@ -93,7 +93,7 @@ class Result:
     comparison: dict[str, Any] | None = None
     fallback: dict[str, str] | None = None
     host: str = field(default_factory=socket.gethostname)
-    slurm: dict[str, str] | None = field(default_factory=slurm_info)
+    slurm: dict[str, Any] | None = field(default_factory=slurm_info)
 
     def to_json(self, full: bool = False) -> dict[str, Any]:
         """The contract's result JSON; output data beyond 65536 elements only when `full`."""

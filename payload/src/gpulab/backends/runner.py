@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from types import TracebackType
+from typing import Any
 
 import numpy as np
 
 from gpulab.backends.base import FloatArray, OperationExecutor, Segment, SegmentRun
+from gpulab.backends.device_choice import DeviceChoice, choose_device
 from gpulab.backends.result import NodeRecord, Result
 from gpulab.backends.select import open_executor, resolve
+from gpulab.backends.slurm_gpus import read_allocation
 from gpulab.backends.vulkan import VulkanExecutor
 from gpulab.graph import Graph, MemoryLimit, Node, available_memory, materialize, schedule
 
@@ -61,13 +65,30 @@ class Runner:
     ) -> None:
         self.requested = backend
         self.device_index = device
+        """The --device asked for (None: the default, see device_choice)."""
         self.memory_budget = memory_budget
         """Caps every Vulkan memory heap at this many bytes (None: the heaps' sizes)."""
-        self.backend, self.reason = resolve(backend, device)
+        self._choice: DeviceChoice | None = None
+        self.backend, self.reason = resolve(
+            backend, self.device_choice if backend == "auto" else None
+        )
         self.fallback: dict[str, str] | None = None
         """Set when `auto` ran out of device memory and ran on cpu instead: from, to, reason."""
         self._executors: dict[str, OperationExecutor] = {}
         self._closed = False
+
+    @property
+    def device_choice(self) -> DeviceChoice:
+        """The Vulkan device this runner uses and why (made when first needed: a cpu run
+        never looks for Vulkan devices)."""
+        if self._choice is None:
+            self._choice = choose_device(self.device_index)
+        return self._choice
+
+    @property
+    def device_warning(self) -> str | None:
+        """Why the device asked for is questionable (outside the Slurm allocation), if it is."""
+        return None if self._choice is None else self._choice.warning
 
     def memory_limit(self) -> MemoryLimit:
         """What a graph may hold at once to run here: the host memory available now (every
@@ -81,7 +102,8 @@ class Runner:
         if self._closed:
             raise RuntimeError("this Runner is closed")
         if backend not in self._executors:
-            self._executors[backend] = open_executor(backend, self.device_index, self.memory_budget)
+            index = self.device_choice.index if backend == "vulkan" else None
+            self._executors[backend] = open_executor(backend, index, self.memory_budget)
         return self._executors[backend]
 
     def run(self, graph: Graph, compare: str | None = None) -> Result:
@@ -136,14 +158,14 @@ class Runner:
             self._forget(host, graph, segments[index + 1 :])
         outputs = {name: self._output(name, graph, host) for name in graph.outputs}
         total_ms = (time.perf_counter() - start) * 1e3
-        main = self.executor(self.backend) if self.backend in self._executors else None
+        main = self.executor(self.backend if self.backend in self._executors else segments[0][0])
         ran_vulkan = any(where == "vulkan" for where, _ in segments)
-        return Result(
+        result = Result(
             graph=graph.name,
             backend=self.backend,
             requested_backend=self.requested,
             backend_reason=self.reason,
-            device=main.device if main else self.executor(segments[0][0]).device,
+            device=self._device(main),
             outputs=outputs,
             nodes=records,
             total_ms=total_ms,
@@ -152,6 +174,23 @@ class Runner:
             warnings=[str(w) for w in graph.warnings],
             fallback=self.fallback,
         )
+        gpus = self._slurm_gpus()
+        if result.slurm is not None and gpus is not None:
+            result.slurm["gpus"] = gpus
+        return result
+
+    def _device(self, executor: OperationExecutor) -> dict[str, Any]:
+        """The executor's device, and for Vulkan what chose it."""
+        if isinstance(executor, VulkanExecutor):
+            return executor.device | {"chosen_by": self.device_choice.chosen_by}
+        return executor.device
+
+    def _slurm_gpus(self) -> dict[str, Any] | None:
+        """The GPUs Slurm gave the job; with the Vulkan device each maps to once known."""
+        if self._choice is not None:
+            return self._choice.slurm_json()
+        allocation = read_allocation(os.environ)
+        return None if allocation is None else allocation.to_json()
 
     @staticmethod
     def _output(name: str, graph: Graph, host: Mapping[str, FloatArray]) -> FloatArray:

@@ -3,34 +3,32 @@
 from __future__ import annotations
 
 from gpulab.backends.base import BackendUnavailable, OperationExecutor
+from gpulab.backends.device_choice import DeviceChoice, choose_device, vulkan_infos
 from gpulab.backends.eager import NativeExecutor, cpu_executor
 from gpulab.backends.vulkan import VulkanExecutor
-from gpulab.vk import VulkanError, shared_instance
 
 BACKENDS = ("auto", "cpu", "native", "vulkan")
 
 
 def vulkan_devices() -> list[str]:
     """The names of the Vulkan devices here (none when there is no loader or driver)."""
-    try:
-        return [device.info.name for device in shared_instance().physical_devices()]
-    except (VulkanError, OSError):
-        return []
+    return [info.name for info in vulkan_infos()]
 
 
-def resolve(backend: str, device: int | None) -> tuple[str, str]:
-    """The concrete backend for `backend`, and a sentence saying why."""
+def resolve(backend: str, choice: DeviceChoice | None = None) -> tuple[str, str]:
+    """The concrete backend for `backend`, and a sentence saying why; `auto` looks at the
+    device `choice` (by default the one choose_device makes)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
     if backend != "auto":
         return backend, f"{backend} was requested"
-    names = vulkan_devices()
-    if not names:
+    choice = choice or choose_device(None)
+    if not choice.infos:
         return "cpu", "auto chose cpu: no Vulkan device was found"
-    index = device or 0
-    if index >= len(names):
-        return "cpu", f"auto chose cpu: there is no Vulkan device {index}"
-    return "vulkan", f"auto chose vulkan: device {index} is {names[index]}"
+    if choice.name is None:
+        return "cpu", f"auto chose cpu: there is no Vulkan device {choice.index}"
+    reason = f"auto chose vulkan: device {choice.index} is {choice.name}"
+    return "vulkan", reason if choice.allocation is None else f"{reason}; {choice.chosen_by}"
 
 
 def open_executor(

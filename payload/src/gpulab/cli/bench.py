@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpulab.backends import choose_device
 from gpulab.cli.bench_compare import Library, load_library
 from gpulab.cli.bench_ops import (
     ALL_OPS,
@@ -31,6 +32,7 @@ from gpulab.cli.bench_ops import (
 )
 from gpulab.cli.devices import device_summary
 from gpulab.cli.errors import EXIT_OK, BackendUnavailable
+from gpulab.cli.graph_errors import say
 from gpulab.kernels import DeviceArray, Input, Kernels, OwnedArray
 from gpulab.vk import CommandPool, Device, Fence, TimestampQueryPool, shared_instance
 
@@ -54,7 +56,12 @@ def add_parser(commands: Any, device_index: Any) -> None:
         "default: powers of 4 from 2^10 up to what fits",
     )
     parser.add_argument("--backend", choices=["vulkan"], default="vulkan")
-    parser.add_argument("--device", type=device_index, default=0, metavar="N")
+    parser.add_argument(
+        "--device",
+        type=device_index,
+        metavar="N",
+        help="Vulkan device index (default: the GPU Slurm allocated to the job, else 0)",
+    )
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the rows as JSON")
     parser.add_argument("--plot", type=Path, metavar="OUT.png", help="GB/s against size per op")
     parser.add_argument("--compare", choices=["torch", "cupy"], help="run the ops there too")
@@ -308,7 +315,10 @@ def _workloads(ops: list[str], sizes: list[int] | None, device_local_bytes: int)
 def run_bench(args: argparse.Namespace) -> dict[str, Any]:
     """Measure every workload; returns {device, rows, copy_peak_gbps}."""
     library: Library | None = load_library(args.compare) if args.compare else None
-    bench = VulkanBench(args.device)
+    choice = choose_device(args.device)
+    if choice.warning is not None:
+        say(choice.warning)
+    bench = VulkanBench(choice.index)
     try:
         info = bench.device.info
         workloads = _workloads(args.ops, args.sizes, info.device_local_bytes)
@@ -332,7 +342,7 @@ def run_bench(args: argparse.Namespace) -> dict[str, Any]:
             progress.step("dispatch overhead")
             rows.append(bench.overhead())
         progress.finish()
-        summary = device_summary(info, full=False)
+        summary = device_summary(info, full=False) | {"chosen_by": choice.chosen_by}
     finally:
         bench.close()
     copies = [r["gbps"] for r in rows if r["op"] == "copy" and r["backend"] == "vulkan"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gpulab.backends import HostFiles, files_by_device
 from gpulab.cli.errors import EXIT_OK
 from gpulab.vk import DeviceInfo, NoVulkanDevice
 from gpulab.vk.instance import shared_instance
@@ -86,10 +87,13 @@ def _table(infos: list[DeviceInfo]) -> str:
 
 
 def run(as_json: bool) -> int:
-    """Print the devices as a table or as the contract's JSON list."""
+    """Print the devices as a table or as the contract's JSON list (with each device's
+    per-GPU device files on this host: /dev/nvidiaN, /dev/dri/renderDN, Tegra's node)."""
     infos = list_devices()
     if as_json:
-        print(json.dumps([device_summary(i) for i in infos], indent=2))
+        files = files_by_device(infos, HostFiles())
+        listing = [device_summary(i) | {"device_files": files.get(i.index, [])} for i in infos]
+        print(json.dumps(listing, indent=2))
     else:
         print(_table(infos))
     return EXIT_OK

@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--device",
         type=_device_index,
         metavar="N",
-        help="Vulkan device index (default: every device)",
+        help="Vulkan device index (default: the GPUs Slurm gave the job, else every device)",
     )
     selftest_parser.add_argument("--json", action="store_true", help="print the result as JSON")
     run.add_parser(commands, _device_index)

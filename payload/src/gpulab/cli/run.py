@@ -74,6 +74,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.backend == "auto":
             say(runner.reason)
         result = runner.run(graph, compare=args.compare)
+        if runner.device_warning is not None:
+            say(runner.device_warning)
         if runner.fallback is not None:
             say(f"ran on cpu instead of vulkan: {runner.fallback['reason']}")
     if not write_json(result.to_json(full=args.full), args.output):

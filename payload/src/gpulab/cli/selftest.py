@@ -3,8 +3,8 @@
 Each op runs at sizes 1, 31, 32, 33, 1023, 1025 and 2**20 + 7 (matrix ops at shapes built from
 those sizes) on seeded random data, and its result is compared with gpulab.ops.reference under
 the tolerance policy of gpulab.ops.tolerance. Backends: cpu (numpy in float32, independent of
-the reference's float64 accumulation), native (the C library) and vulkan (every device, or
---device N).
+the reference's float64 accumulation), native (the C library) and vulkan (--device N, else the
+GPUs Slurm allocated to the job, else every device).
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gpulab.backends import DeviceChoice, choose_device
 from gpulab.cli.devices import device_summary, list_devices
 from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME, BackendUnavailable
+from gpulab.cli.graph_errors import say
 from gpulab.compute import GpuComputePipeline
 from gpulab.kernels import Kernels
 from gpulab.native import NativeUnavailable
@@ -194,17 +196,21 @@ def resolve_backend(backend: str) -> str:
     return backend
 
 
-def _device_indices(device: int | None) -> list[int]:
+def _devices(device: int | None) -> tuple[list[int], DeviceChoice]:
+    """The devices to test: --device N, else the GPUs Slurm allocated, else every device."""
     infos = list_devices()
+    choice = choose_device(device)
     if device is None:
-        return [i.index for i in infos]
+        return list(choice.allocated) or [i.index for i in infos], choice
     if not 0 <= device < len(infos):
         raise NoVulkanDevice(
             "vkEnumeratePhysicalDevices",
             f"device index {device} does not exist",
             f"devices: 0..{len(infos) - 1} (see gpulab devices)",
         )
-    return [device]
+    if choice.warning is not None:
+        say(choice.warning)
+    return [device], choice
 
 
 def _cpu_device() -> dict[str, Any]:
@@ -215,10 +221,10 @@ def _cpu_device() -> dict[str, Any]:
     }
 
 
-def _vulkan_checks(index: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _vulkan_checks(index: int, chosen_by: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     with GpuComputePipeline(index) as pipeline:
         checks = _times_two_checks(pipeline.execute)
-        summary = device_summary(pipeline.info, full=False)
+        summary = device_summary(pipeline.info, full=False) | {"chosen_by": chosen_by}
     with Device(shared_instance().physical_device(index)) as device, Kernels(device) as kernels:
         checks += run_checks(kernels.run)
     return summary, [c | {"device": index} for c in checks]
@@ -240,7 +246,8 @@ def selftest(backend: str, device: int | None) -> dict[str, Any]:
             "device": summary,
             "checks": checks,
         }
-    parts = [_vulkan_checks(index) for index in _device_indices(device)]
+    indices, choice = _devices(device)
+    parts = [_vulkan_checks(index, choice.chosen_by_for(index)) for index in indices]
     return {
         "ok": all(c["ok"] for _, checks in parts for c in checks),
         "backend": "vulkan",

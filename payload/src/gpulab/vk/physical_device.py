@@ -35,6 +35,8 @@ MEMORY_PROPERTIES = {
     0x20: "protected",
 }
 QUEUE_FLAGS = {0x1: "graphics", 0x2: "compute", 0x4: "transfer", 0x8: "sparse_binding"}
+PCI_BUS_INFO = "VK_EXT_pci_bus_info"
+PHYSICAL_DEVICE_DRM = "VK_EXT_physical_device_drm"
 _HEAP_DEVICE_LOCAL = 0x1
 _QUEUE_GRAPHICS = 0x1
 _QUEUE_COMPUTE = 0x2
@@ -112,28 +114,77 @@ class DeviceInfo:
     queue_families: tuple[QueueFamily, ...]
     compute_queue_family: int | None
     non_coherent_atom_size: int = 1
+    uuid: str = ""
+    """deviceUUID as 8-4-4-4-12 hex digits; NVIDIA's driver reports the GPU's own UUID."""
+    pci_bus: str | None = None
+    """The PCI address, e.g. 0000:00:06.0 (None without VK_EXT_pci_bus_info)."""
+    drm_render: tuple[int, int] | None = None
+    """The DRM render node's (major, minor) (None without VK_EXT_physical_device_drm)."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the contract's keys first)."""
         return dataclasses.asdict(self)
 
 
-def _driver_properties(raw: Any, api_version: int) -> tuple[str, str, int, tuple[str, ...]]:
-    """(driver name, driver info, subgroup size, subgroup operations) via properties2."""
+@dataclass(frozen=True)
+class _Properties2:
+    """What vkGetPhysicalDeviceProperties2 adds to the core properties."""
+
+    driver: str
+    driver_info: str
+    subgroup_size: int
+    subgroup_operations: tuple[str, ...]
+    uuid: str
+    pci_bus: str | None
+    drm_render: tuple[int, int] | None
+
+
+def format_uuid(raw: bytes) -> str:
+    """16 bytes as 8-4-4-4-12 lowercase hex digits, the way vulkaninfo and nvidia-smi write it."""
+    digits = raw.hex()
+    return "-".join(digits[a:b] for a, b in ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32)))
+
+
+def _text(chars: Any) -> str:
+    return str(vk.ffi.string(chars).decode(errors="replace"))
+
+
+def _pci_address(pci: Any) -> str:
+    """domain:bus:device.function the way lspci -D and /proc/driver/nvidia write it."""
+    return f"{pci.pciDomain:04x}:{pci.pciBus:02x}:{pci.pciDevice:02x}.{pci.pciFunction:x}"
+
+
+def _device_extensions(raw: Any) -> set[str]:
+    return {ext.extensionName for ext in vk.vkEnumerateDeviceExtensionProperties(raw, None)}
+
+
+def _properties2(raw: Any, api_version: int) -> _Properties2:
+    """Driver, subgroup and identity properties through one properties2 chain."""
+    extensions = _device_extensions(raw)
     # Keep every chained struct in a local until the call has filled them.
-    driver = vk.VkPhysicalDeviceDriverProperties() if api_version >= make_version(1, 2) else None
-    subgroup = vk.VkPhysicalDeviceSubgroupProperties(pNext=driver)
+    drm = vk.VkPhysicalDeviceDrmPropertiesEXT() if PHYSICAL_DEVICE_DRM in extensions else None
+    pci = (
+        vk.VkPhysicalDevicePCIBusInfoPropertiesEXT(pNext=drm)
+        if PCI_BUS_INFO in extensions
+        else None
+    )
+    ids = vk.VkPhysicalDeviceIDProperties(pNext=drm if pci is None else pci)
+    driver = (
+        vk.VkPhysicalDeviceDriverProperties(pNext=ids)
+        if api_version >= make_version(1, 2)
+        else None
+    )
+    subgroup = vk.VkPhysicalDeviceSubgroupProperties(pNext=ids if driver is None else driver)
     properties2 = vk.VkPhysicalDeviceProperties2(pNext=subgroup)
     vk.vkGetPhysicalDeviceProperties2(raw, properties2)
-    ops = _names(subgroup.supportedOperations, SUBGROUP_OPERATIONS)
-    if driver is None:
-        return "unknown", "", subgroup.subgroupSize, ops
-    ffi = vk.ffi
-    return (
-        ffi.string(driver.driverName).decode(errors="replace"),
-        ffi.string(driver.driverInfo).decode(errors="replace"),
-        subgroup.subgroupSize,
-        ops,
+    return _Properties2(
+        driver="unknown" if driver is None else _text(driver.driverName),
+        driver_info="" if driver is None else _text(driver.driverInfo),
+        subgroup_size=subgroup.subgroupSize,
+        subgroup_operations=_names(subgroup.supportedOperations, SUBGROUP_OPERATIONS),
+        uuid=format_uuid(bytes(ids.deviceUUID)),
+        pci_bus=None if pci is None else _pci_address(pci),
+        drm_render=(drm.renderMajor, drm.renderMinor) if drm and drm.hasRender else None,
     )
 
 
@@ -156,7 +207,7 @@ def query_info(raw: Any, index: int) -> DeviceInfo:
     """Read every compute-relevant property of one physical device."""
     props = vk.vkGetPhysicalDeviceProperties(raw)
     limits = props.limits
-    driver, driver_info, subgroup_size, subgroup_ops = _driver_properties(raw, props.apiVersion)
+    extended = _properties2(raw, props.apiVersion)
     memory = vk.vkGetPhysicalDeviceMemoryProperties(raw)
     heaps = tuple(
         MemoryHeap(i, memory.memoryHeaps[i].size, bool(memory.memoryHeaps[i].flags & 1))
@@ -177,8 +228,8 @@ def query_info(raw: Any, index: int) -> DeviceInfo:
         index=index,
         name=props.deviceName,
         type=DEVICE_TYPES.get(props.deviceType, "other"),
-        driver=driver,
-        driver_info=driver_info,
+        driver=extended.driver,
+        driver_info=extended.driver_info,
         vendor_id=props.vendorID,
         device_id=props.deviceID,
         api_version=decode_version(props.apiVersion),
@@ -186,8 +237,8 @@ def query_info(raw: Any, index: int) -> DeviceInfo:
         max_workgroup_count=tuple(limits.maxComputeWorkGroupCount),
         max_workgroup_invocations=limits.maxComputeWorkGroupInvocations,
         max_shared_memory_bytes=limits.maxComputeSharedMemorySize,
-        subgroup_size=subgroup_size,
-        subgroup_operations=subgroup_ops,
+        subgroup_size=extended.subgroup_size,
+        subgroup_operations=extended.subgroup_operations,
         max_storage_buffer_range=limits.maxStorageBufferRange,
         min_storage_buffer_offset_alignment=limits.minStorageBufferOffsetAlignment,
         max_push_constants_size=limits.maxPushConstantsSize,
@@ -201,6 +252,9 @@ def query_info(raw: Any, index: int) -> DeviceInfo:
         queue_families=families,
         compute_queue_family=compute_family,
         non_coherent_atom_size=limits.nonCoherentAtomSize,
+        uuid=extended.uuid,
+        pci_bus=extended.pci_bus,
+        drm_render=extended.drm_render,
     )
 
 

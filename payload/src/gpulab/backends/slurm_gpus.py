@@ -1,0 +1,187 @@
+"""The GPUs Slurm gave this job: their ids from the environment, their files from gres.conf.
+
+Slurm writes the allocated GPUs' global ids into SLURM_STEP_GPUS (in a step) and SLURM_JOB_GPUS
+(in the batch script). A global id is the number that ends the GPU's gres.conf `File=`
+(/dev/nvidia3 is 3, /dev/dri/renderD129 is 129); files without one are numbered after the
+largest, in gres.conf order (slurmd's common_node_config_load). CUDA_VISIBLE_DEVICES and
+GPU_DEVICE_ORDINAL are not used: under ConstrainDevices they count from 0 inside the job.
+
+Everything here is pure: it reads the environment and gres.conf text it is given.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import socket
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ID_VARIABLES = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS")
+"""Where Slurm writes the allocated GPUs' global ids, the step's first."""
+DEFAULT_CONF_DIR = Path("/etc/slurm")
+
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_TRAILING_NUMBER = re.compile(r"(\d+)$")
+
+
+@dataclass(frozen=True)
+class GresGpu:
+    """One GPU of this node's gres.conf: its Slurm global id, device file and type."""
+
+    id: int
+    file: str
+    type: str | None
+
+
+@dataclass(frozen=True)
+class SlurmGpus:
+    """The job's GPUs: the variable that named them, their ids, and the files found for them."""
+
+    variable: str
+    value: str
+    ids: tuple[int, ...]
+    files: tuple[str, ...]
+    """The gres.conf files of `ids`, in the same order (only those found)."""
+    gres_conf: str
+    problem: str | None = None
+    """Why some id has no file (or the ids could not be read); None when every id has one."""
+
+    @property
+    def origin(self) -> str:
+        """`SLURM_JOB_GPUS=0,1`: where the ids came from, for messages."""
+        return f"{self.variable}={self.value}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON under the result's `slurm.gpus`."""
+        document: dict[str, Any] = {
+            "variable": self.variable,
+            "ids": list(self.ids),
+            "files": list(self.files),
+            "gres_conf": self.gres_conf,
+        }
+        return document | ({"problem": self.problem} if self.problem else {})
+
+
+def _split_top_level(text: str) -> Iterator[str]:
+    """Split at commas outside brackets: `a[1,2],b` -> `a[1,2]`, `b`."""
+    depth, start = 0, 0
+    for position, char in enumerate(text):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            yield text[start:position]
+            start = position + 1
+    yield text[start:]
+
+
+def _bracket_values(body: str, where: str) -> list[str]:
+    values = []
+    for part in body.split(","):
+        match = _RANGE.match(part.strip())
+        if match is None:
+            raise ValueError(f"cannot expand {where!r}: [{body}] is not a list of numbers")
+        low, high = match[1], match[2] or match[1]
+        values += [str(n).zfill(len(low)) for n in range(int(low), int(high) + 1)]
+    return values
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """Expand Slurm's hostlist syntax (`/dev/nvidia[0-3]`, `node[01-02,7],gpu1`) in order."""
+    names: list[str] = []
+    for item in _split_top_level(text.strip()):
+        if not item:
+            continue
+        pieces = re.split(r"\[([^\[\]]*)\]", item)  # odd positions: bracket bodies
+        if any("[" in piece or "]" in piece for piece in pieces[::2]):
+            raise ValueError(f"cannot expand {text!r}: unbalanced brackets")
+        choices = [
+            _bracket_values(piece, text) if position % 2 else [piece]
+            for position, piece in enumerate(pieces)
+        ]
+        names += ["".join(combination) for combination in itertools.product(*choices)]
+    return names
+
+
+def _settings(line: str) -> dict[str, str]:
+    """`Key=value` pairs of one gres.conf line, keys lowercased (Slurm ignores their case)."""
+    settings = {}
+    for word in line.split():
+        key, sep, value = word.partition("=")
+        if sep:
+            settings[key.lower()] = value.strip("\"'")
+    return settings
+
+
+def parse_gres_conf(text: str, node: str) -> list[GresGpu]:
+    """The `Name=gpu` devices of `node` with their Slurm global ids, in gres.conf order.
+
+    Lines with a NodeName apply to the nodes it names; lines without one apply to every node.
+    """
+    files: list[tuple[str, str | None]] = []
+    for line in text.splitlines():
+        settings = _settings(line.split("#", 1)[0])
+        if settings.get("name") != "gpu" or "file" not in settings:
+            continue
+        if "nodename" in settings and node not in expand_hostlist(settings["nodename"]):
+            continue
+        files += [(file, settings.get("type")) for file in expand_hostlist(settings["file"])]
+    numbers = [_TRAILING_NUMBER.search(file) for file, _ in files]
+    largest = max((int(n[1]) for n in numbers if n), default=-1)
+    gpus = []
+    for (file, gres_type), number in zip(files, numbers, strict=True):
+        if number is None:
+            largest += 1
+        gpus.append(GresGpu(int(number[1]) if number else largest, file, gres_type))
+    return gpus
+
+
+def gres_conf_path(env: Mapping[str, str]) -> Path:
+    """gres.conf lies beside slurm.conf: $SLURM_CONF's folder, else /etc/slurm."""
+    slurm_conf = env.get("SLURM_CONF")
+    return (Path(slurm_conf).parent if slurm_conf else DEFAULT_CONF_DIR) / "gres.conf"
+
+
+def node_name(env: Mapping[str, str]) -> str:
+    """This node's Slurm name: $SLURMD_NODENAME in a job, else the short host name."""
+    return env.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+
+
+def _ids(value: str) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(item) for item in value.split(","))
+    except ValueError:
+        return None  # Slurm writes NoDevFiles when gres.conf names no files
+
+
+def read_allocation(
+    env: Mapping[str, str], read_text: Callable[[Path], str] = Path.read_text
+) -> SlurmGpus | None:
+    """The job's GPUs and their gres.conf files; None outside a job that was given GPUs."""
+    variable = next((name for name in ID_VARIABLES if env.get(name, "").strip()), None)
+    if variable is None:
+        return None
+    value = env[variable].strip()
+    path = gres_conf_path(env)
+    ids = _ids(value)
+    if ids is None:
+        why = f"{variable}={value} names no GPU ids (gres.conf gives the GPUs no File=)"
+        return SlurmGpus(variable, value, (), (), str(path), why)
+    try:
+        gpus = parse_gres_conf(read_text(path), node_name(env))
+    except OSError as exc:
+        return SlurmGpus(
+            variable, value, ids, (), str(path), f"cannot read {path}: {exc.strerror or exc}"
+        )
+    except ValueError as exc:
+        return SlurmGpus(variable, value, ids, (), str(path), f"{path}: {exc}")
+    by_id = {gpu.id: gpu.file for gpu in gpus}
+    missing = [str(i) for i in ids if i not in by_id]
+    problem = (
+        f"{path} has no gpu File= with id {', '.join(missing)} for node {node_name(env)}"
+        if missing
+        else None
+    )
+    files = tuple(by_id[i] for i in ids if i in by_id)
+    return SlurmGpus(variable, value, ids, files, str(path), problem)
