@@ -289,9 +289,16 @@ def _run_playbook(work: Path, cache: Path, plays: list[dict[str, Any]], case: Ca
     return Run(done.returncode, json.loads(done.stdout[start:]), done.stdout + done.stderr)
 
 
+# The tasks files each role runs before it changes anything (validate.yml unless named here).
+VALIDATION_FILES = {"slurm": ("validate.yml", "version.yml")}
+
+
 def _validation_task_names(role: str) -> set[str]:
-    tasks = yaml.safe_load((ROOT / "roles" / role / "tasks/validate.yml").read_text())
-    return {f"{role} : {task['name']}" for task in tasks}
+    names = set()
+    for file in VALIDATION_FILES.get(role, ("validate.yml",)):
+        tasks = yaml.safe_load((ROOT / "roles" / role / "tasks" / file).read_text())
+        names |= {f"{role} : {task['name']}" for task in tasks}
+    return names
 
 
 def _is_validation(role: str, name: str) -> bool:
@@ -308,7 +315,7 @@ def _bad_play(case: Case) -> dict[str, Any]:
 
 
 def _good_plays() -> list[dict[str, Any]]:
-    """Each role's argument_specs (against its defaults and GOOD) and validate.yml."""
+    """Each role's argument_specs (against its defaults and GOOD) and its validation files."""
     plays = []
     for role, hosts in PLAY_HOSTS.items():
         spec = yaml.safe_load((ROOT / "roles" / role / "meta/argument_specs.yml").read_text())
@@ -321,8 +328,9 @@ def _good_plays() -> list[dict[str, Any]]:
                 {"name": f"{role}: check the arguments",
                  "ansible.builtin.validate_argument_spec": {
                      "argument_spec": spec["argument_specs"]["main"]["options"]}},
-                {"name": f"{role}: run the validation",
-                 "ansible.builtin.include_role": {"name": role, "tasks_from": "validate"}},
+                *({"name": f"{role}: run {file}",
+                   "ansible.builtin.include_role": {"name": role, "tasks_from": file}}
+                  for file in VALIDATION_FILES.get(role, ("validate.yml",))),
             ],
         })  # fmt: skip
     return plays
