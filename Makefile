@@ -36,8 +36,9 @@ lab-fresh: image
 lab-down:
 	@bash lab/down.sh
 
+# lab/standin.yml first: worker2's L4T marks (the Jetson stand-in), then what users run.
 converge: lab-up collection
-	ansible-playbook -i inventory/lab site.yml
+	ansible-playbook -i inventory/lab lab/standin.yml site.yml
 
 lab: converge
 	@echo "==> [lab] validate: gpulab devices, selftest, example graphs and saxpy bench on every worker through Slurm"

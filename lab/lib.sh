@@ -5,6 +5,16 @@ LAB_PREFIX=gpulab-lab-
 LAB_NETWORK=gpulab-lab
 LAB_LABEL=gpulab.lab=1
 LAB_NODES=(controller1 storage1 worker1 worker2)   # = inventory/lab/hosts.yml = Slurm NodeNames
+# worker2 is the Jetson stand-in (inventory group jetson_standin, lab/standin.yml): a
+# Debian container with L4T r36's marks. Its Tegra GPU nodes are the host's /dev/null,
+# bound at the names JetPack 6's nvgpu and nvmap drivers create (legacy and igpu0 names).
+LAB_STANDIN_NODE=worker2
+LAB_STANDIN_DEVICES=(
+  /dev/nvmap
+  /dev/nvhost-ctrl-gpu /dev/nvhost-gpu /dev/nvhost-as-gpu /dev/nvhost-tsg-gpu /dev/nvhost-power-gpu
+  /dev/nvgpu/igpu0/ctrl /dev/nvgpu/igpu0/channel /dev/nvgpu/igpu0/as /dev/nvgpu/igpu0/tsg
+  /dev/nvgpu/igpu0/power
+)
 # The shared storage: storage1 exports this volume with nfs-ganesha, and every node has it
 # at the same path, standing in for the NFS mount the lab's kernel cannot make
 # (inventory/lab/group_vars/all/storage.yml declares this substitution).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Ensures the lab is up: controller1, storage1, worker1, worker2 as systemd containers
-# named gpulab-lab-NODE (hostname NODE) on the podman network gpulab-lab.
+# Ensures the lab is up: controller1, storage1, worker1, worker2 (the Jetson stand-in) as
+# systemd containers named gpulab-lab-NODE (hostname NODE) on the podman network gpulab-lab.
 # A lab that is complete and runs the current image is kept (stopped containers are
 # started), so a second converge meets the same hosts; otherwise, or with --fresh, the
 # lab is removed and created anew. Waits until systemd has booted in each container.
@@ -34,6 +34,11 @@ stale_reason() {
   done
   podman inspect --format '{{.EffectiveCaps}}' "$LAB_PREFIX$LAB_STORAGE_NODE" | grep -q CAP_DAC_READ_SEARCH \
     || { echo "$LAB_PREFIX$LAB_STORAGE_NODE lacks CAP_DAC_READ_SEARCH (nfs-ganesha needs it)"; return; }
+  local devices
+  devices=" $(podman inspect --format '{{range .HostConfig.Devices}}{{.PathInContainer}} {{end}}' "$LAB_PREFIX$LAB_STANDIN_NODE") "
+  for n in "${LAB_STANDIN_DEVICES[@]}"; do
+    [[ $devices == *" $n "* ]] || { echo "$LAB_PREFIX$LAB_STANDIN_NODE lacks the stand-in's $n"; return; }
+  done
   for c in $(podman ps -a --filter "label=$LAB_LABEL" --format '{{.Names}}'); do
     [[ " ${LAB_NODES[*]/#/$LAB_PREFIX} " == *" $c "* ]] || { echo "$c is not part of the lab any more"; return; }
   done
@@ -51,6 +56,8 @@ create() {
     # nfs-ganesha's VFS backend opens files by handle: it needs DAC_READ_SEARCH.
     extra=()
     [ "$n" = "$LAB_STORAGE_NODE" ] && extra=(--cap-add DAC_READ_SEARCH)
+    # The Jetson stand-in: the host's /dev/null at each of Tegra's GPU node names.
+    [ "$n" = "$LAB_STANDIN_NODE" ] && extra=("${LAB_STANDIN_DEVICES[@]/#/--device=/dev/null:}")
     # No --privileged: systemd runs in podman's systemd mode; setrlimit is refused on
     # this host, hence --ulimit host. The alias lets the other nodes resolve NODE.
     podman run -d --name "$LAB_PREFIX$n" --hostname "$n" --label "$LAB_LABEL" \

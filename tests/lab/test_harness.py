@@ -10,6 +10,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACT_GROUPS = {"controller", "storage", "workers"}
+# The lab's own group: the worker that stands in for a Jetson (lab/standin.yml).
+STANDIN_GROUP = "jetson_standin"
 
 
 def _inventory_groups() -> dict[str, set[str]]:
@@ -35,18 +37,33 @@ def _scenario_names(kind: str, scenario: str = "default") -> list[str]:
     return _words("python3", "lab/scenario_names.py", kind, f"molecule/{scenario}/molecule.yml")
 
 
+def _lib(expression: str) -> list[str]:
+    """The words of a lab/lib.sh variable, e.g. "${LAB_NODES[@]}"."""
+    return _words("bash", "-c", f'. lab/lib.sh && printf "%s\\n" {expression}')
+
+
 def _lab_nodes() -> list[str]:
-    return _words("bash", "-c", '. lab/lib.sh && printf "%s\\n" "${LAB_NODES[@]}"')
+    return _lib('"${LAB_NODES[@]}"')
 
 
-def test_inventory_has_the_contract_groups() -> None:
-    assert set(_inventory_groups()) == CONTRACT_GROUPS
+def test_inventory_has_the_contract_groups_and_the_standin() -> None:
+    assert set(_inventory_groups()) == CONTRACT_GROUPS | {STANDIN_GROUP}
+
+
+def test_the_standin_is_one_worker_with_the_same_devices_everywhere() -> None:
+    groups = _inventory_groups()
+    assert groups[STANDIN_GROUP] == set(_lib("$LAB_STANDIN_NODE")) <= groups["workers"]
+    devices = _lib('"${LAB_STANDIN_DEVICES[@]}"')
+    assert "/dev/nvgpu/igpu0/ctrl" in devices
+    platforms = [p for p in _platforms() if STANDIN_GROUP in p["groups"]]
+    assert [p["name"] for p in platforms] == sorted(groups[STANDIN_GROUP])
+    assert platforms[0]["devices"] == [f"/dev/null:{path}" for path in devices]
 
 
 def test_lab_containers_are_the_inventory_hosts() -> None:
     hosts = yaml.safe_load((ROOT / "inventory/lab/hosts.yml").read_text())
-    for body in hosts["all"]["children"].values():
-        for name, hostvars in body["hosts"].items():
+    for group in CONTRACT_GROUPS:  # where each host is defined; the stand-in group only names one
+        for name, hostvars in hosts["all"]["children"][group]["hosts"].items():
             assert hostvars["ansible_host"] == f"gpulab-lab-{name}"
     assert set(_lab_nodes()) == set().union(*_inventory_groups().values())
 

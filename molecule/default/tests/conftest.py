@@ -57,6 +57,11 @@ class Cluster:
     def workers(self) -> list[str]:
         return self.groups["workers"]
 
+    @property
+    def jetson_standins(self) -> list[str]:
+        """Workers that stand in for a Jetson (lab/standin.yml); none in some scenarios."""
+        return self.groups.get("jetson_standin", [])
+
     def container(self, host: str) -> str:
         return str(self.hostvars[host].get("ansible_host", host))
 
@@ -106,11 +111,18 @@ def controller(cluster: Cluster) -> Host:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize `hostname` over every host and `worker` over the workers group."""
+    """Parametrize `hostname` over every host, `worker` over the workers group, `standin`
+    over the Jetson stand-ins and `lavapipe_worker` over the other workers."""
+    cluster = cluster_under_test()
     if "hostname" in metafunc.fixturenames:
-        metafunc.parametrize("hostname", cluster_under_test().hosts)
+        metafunc.parametrize("hostname", cluster.hosts)
     if "worker" in metafunc.fixturenames:
-        metafunc.parametrize("worker", cluster_under_test().workers)
+        metafunc.parametrize("worker", cluster.workers)
+    if "standin" in metafunc.fixturenames:
+        metafunc.parametrize("standin", cluster.jetson_standins)
+    if "lavapipe_worker" in metafunc.fixturenames:
+        others = [w for w in cluster.workers if w not in cluster.jetson_standins]
+        metafunc.parametrize("lavapipe_worker", others)
 
 
 @pytest.fixture
