@@ -64,8 +64,7 @@ def test_secrets_come_from_the_vault() -> None:
 
 def test_host_vars_override_the_workers_group() -> None:
     hostvars = _inventory()["_meta"]["hostvars"]
-    assert hostvars["orin1"]["slurm_node_gpus"] == [{"file": "/dev/nvhost-gpu", "type": "orin"}]
-    assert hostvars["orin2"]["slurm_node_gpus"] == [
-        {"file": "/dev/nvgpu/igpu0/ctrl", "type": "orin"}
-    ]
+    assert hostvars["orin1"]["slurm_node_features"] == ["jetson", "arm64"]
+    assert hostvars["orin2"]["slurm_node_features"] == ["jetson", "arm64", "orin-nx"]
+    assert hostvars["orin1"]["slurm_node_real_memory"] == 6144
     assert hostvars["orin2"]["slurm_node_real_memory"] == 13312
