@@ -260,4 +260,4 @@ def test_selftest_and_devices_say_how_each_device_was_chosen(tmp_path: Path) -> 
     listing = gpulab("devices", "--json")
     assert listing.returncode == 0, listing.stderr
     for device in json.loads(listing.stdout):
-        assert device.keys() >= {"uuid", "pci_bus", "device_files"}
+        assert device.keys() >= {"uuid", "pci_bus", "gpu_files"}

@@ -92,7 +92,7 @@ def run(as_json: bool) -> int:
     infos = list_devices()
     if as_json:
         files = files_by_device(infos, HostFiles())
-        listing = [device_summary(i) | {"device_files": files.get(i.index, [])} for i in infos]
+        listing = [device_summary(i) | {"gpu_files": files.get(i.index, [])} for i in infos]
         print(json.dumps(listing, indent=2))
     else:
         print(_table(infos))
