@@ -71,7 +71,9 @@ def _paramiko() -> Any:
         ) from None
     # Its transport thread logs a traceback for every failed handshake; without a handler
     # that reaches stderr through logging's last resort. The failure is raised here anyway.
-    logging.getLogger("paramiko").addHandler(logging.NullHandler())
+    logger = logging.getLogger("paramiko")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
     return paramiko
 
 
