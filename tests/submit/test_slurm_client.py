@@ -289,6 +289,34 @@ def test_squeue_json_state_as_a_list_of_flags() -> None:
     assert state.describe() == "RUNNING on worker1"
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "squeue printed no JSON: (nothing)"),
+        ("\n", "squeue printed no JSON: (nothing)"),
+        (
+            '{"jobs": [{"job_id": 8, "job_sta',
+            'squeue printed no JSON: \'{"jobs": [{"job_id": 8, "job_sta\'',
+        ),
+        ("squeue: error: Invalid user\n", "squeue printed no JSON: 'squeue: error: Invalid user'"),
+        ("[]", "squeue printed JSON without a list of jobs: '[]'"),
+        ('{"jobs": null}', "squeue printed JSON without a list of jobs: '{\"jobs\": null}'"),
+        ("x" * 200, "squeue printed no JSON: '" + "x" * 80 + "...'"),
+    ],
+)
+def test_squeue_json_that_is_no_squeue_json_is_a_value_error(text: str, message: str) -> None:
+    with pytest.raises(ValueError) as refused:
+        slurm_client.parse_squeue_json(text, "8")
+    assert str(refused.value) == message
+
+
+def test_squeue_json_skips_entries_that_are_no_jobs() -> None:
+    text = json.dumps({"jobs": [3, None, {"job_id": 8, "job_state": "RUNNING"}]})
+    state = slurm_client.parse_squeue_json(text, "8")
+    assert state is not None
+    assert state.state == "RUNNING"
+
+
 def test_squeue_lines() -> None:
     assert slurm_client.parse_squeue_lines("41 RUNNING\n\n43 PENDING\n") == [
         ("41", "RUNNING"),

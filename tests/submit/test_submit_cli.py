@@ -6,8 +6,9 @@ import json
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gpulab.cli import submit as submit_cli
@@ -98,6 +99,56 @@ def test_a_failed_job_exits_4_with_its_stderr(
     assert out == ""
     assert "gpulab: job 5 FAILED on worker1 (exit code 4); last lines of" in err
     assert "  gpulab: run failed: device lost" in err
+
+
+def test_a_job_slurm_forgot_exits_4_naming_its_files(
+    use: list[FakeTransport], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(submit_cli, "wait_for_result", _fast(submit_cli.wait_for_result))
+    transport = _cluster("unused")
+    gone = ok(stderr="slurm_load_jobs error: Invalid job id specified", code=1)
+    transport.answers.update({"squeue": [gone], "scontrol": [gone], "sacct": [ok("")]})
+    use.append(transport)
+    assert main(["submit", GRAPH, "--wait"]) == 4
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines()[-1] == (
+        "gpulab: job 5 is unknown to Slurm: squeue, scontrol and sacct had no record of it in "
+        f"15 polls and it wrote no result; its files are in {JOB_DIR}"
+    )
+
+
+def test_a_job_slurm_forgot_still_gives_the_result_it_wrote(
+    use: list[FakeTransport], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(submit_cli, "wait_for_result", _fast(submit_cli.wait_for_result))
+    transport = _cluster("unused", {"version": 1})
+    gone = ok(stderr="slurm_load_jobs error: Invalid job id specified", code=1)
+    transport.answers.update({"squeue": [gone], "scontrol": [gone], "sacct": [ok("")]})
+    use.append(transport)
+    assert main(["submit", GRAPH, "--wait"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"version": 1, "slurm": {"job_id": "5"}}
+
+
+def test_squeue_output_that_stays_garbled_exits_3(
+    use: list[FakeTransport], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(submit_cli, "wait_for_result", _fast(submit_cli.wait_for_result))
+    transport = _cluster("unused")
+    transport.answers["squeue"] = [ok("")]
+    use.append(transport)
+    assert main(["submit", GRAPH, "--wait"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == (
+        "gpulab: squeue printed no JSON: (nothing) (on fake-controller), 5 polls in a row: "
+        f"stopped waiting for job 5 (files in {JOB_DIR})"
+    )
+
+
+def _fast(wait_for_result: Callable[..., Any]) -> Callable[..., Any]:
+    """wait_for_result polling without pauses."""
+    return lambda *args, **kwargs: wait_for_result(*args, **kwargs, poll_s=0)
 
 
 def test_a_refused_job_exits_2(

@@ -13,6 +13,7 @@ def test_exports_are_pinned() -> None:
         "CommandResult",
         "DEFAULT_SHARED_DIR",
         "JobFailed",
+        "JobForgotten",
         "JobOptions",
         "JobState",
         "LocalTransport",
@@ -29,6 +30,7 @@ def test_exports_are_pinned() -> None:
         "prepare",
         "submit",
         "wait",
+        "wait_for_result",
     ]
     for name in gpulab.submit.__all__:
         assert getattr(gpulab.submit, name) is not None

@@ -12,17 +12,20 @@ from gpulab.cli.main import main
 from gpulab.graph import GraphInvalid
 from gpulab.submit import (
     JobFailed,
+    JobForgotten,
     JobOptions,
     JobState,
     LocalTransport,
     SubmittedJob,
+    Unreachable,
     WaitTimedOut,
     fetch_result,
     prepare,
     submit,
     wait,
+    wait_for_result,
 )
-from gpulab.submit.job import job_script
+from gpulab.submit.job import FORGOTTEN_POLLS, GARBLED_POLLS, job_script
 from gpulab.submit.staging import upload
 
 from tests.submit.fakes import FakeTransport, ok
@@ -172,6 +175,87 @@ def test_wait_keeps_polling_until_a_final_state_is_known() -> None:
     final = wait(transport, JOB, lambda _: None, sleep=lambda _: None)
     assert final == JobState("FAILED", "", "worker2", exit_code=4, signal=0, job_id="17", elapsed=9)
     assert transport.programs().count("squeue") == 2
+
+
+def _forgotten() -> FakeTransport:
+    """A controller past MinJobAge (or that lost its state) without accounting."""
+    return FakeTransport(
+        {
+            "squeue": [ok(stderr="slurm_load_jobs error: Invalid job id specified", code=1)],
+            "scontrol": [ok(stderr="slurm_load_jobs error: Invalid job id specified", code=1)],
+            "sacct": [ok(stderr="sacct: error: Problem talking to the database", code=1)],
+        }
+    )
+
+
+def test_wait_gives_up_on_a_job_slurm_forgot() -> None:
+    transport = _forgotten()
+    sleeps: list[float] = []
+    with pytest.raises(JobForgotten, match=r"^job 17 is unknown to Slurm: squeue, scontrol and"):
+        wait(transport, JOB, lambda _: None, sleep=sleeps.append)
+    assert transport.programs().count("squeue") == FORGOTTEN_POLLS
+    assert len(sleeps) == FORGOTTEN_POLLS - 1
+
+
+def test_a_job_slurm_knows_again_resets_the_count() -> None:
+    unknown = ok(stderr="Invalid job id specified", code=1)
+    running = ok(_squeue("RUNNING", nodes="worker1"))
+    polls = [unknown] * (FORGOTTEN_POLLS - 1) + [running] + [unknown] * (FORGOTTEN_POLLS - 1)
+    transport = FakeTransport(
+        {
+            "squeue": [*polls, ok(_squeue("COMPLETED", nodes="worker1"))],
+            "scontrol": [unknown] * (2 * FORGOTTEN_POLLS - 2)
+            + [ok("JobId=17 JobState=COMPLETED ExitCode=0:0 NodeList=worker1")],
+            "sacct": [ok("")],
+        }
+    )
+    final = wait(transport, JOB, lambda _: None, sleep=lambda _: None)
+    assert final.state == "COMPLETED"
+
+
+def test_a_forgotten_job_without_result_names_its_files() -> None:
+    with pytest.raises(JobFailed) as failure:
+        wait_for_result(_forgotten(), JOB, lambda _: None, poll_s=0)
+    assert str(failure.value) == (
+        f"job 17 is unknown to Slurm: squeue, scontrol and sacct had no record of it in "
+        f"{FORGOTTEN_POLLS} polls and it wrote no result; its files are in {JOB_DIR}"
+    )
+
+
+def test_a_forgotten_job_that_wrote_its_result_returns_it() -> None:
+    transport = _forgotten()
+    transport.files[JOB.result] = b'{"version": 1, "outputs": {}}'
+    progress: list[str] = []
+    document = wait_for_result(transport, JOB, progress.append, poll_s=0)
+    assert document == {"version": 1, "outputs": {}, "slurm": {"job_id": "17"}}
+    assert progress[-1].endswith(f"; using the result it wrote, {JOB.result}")
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    ["", "squeue: error: something\n", '{"jobs": [{"job_id": 17, "job_st', "[]", '{"jobs": 3}'],
+)
+def test_garbled_squeue_output_is_polled_again(garbage: str) -> None:
+    transport = FakeTransport(
+        {
+            "squeue": [ok(garbage), ok(garbage), ok(_squeue("COMPLETED", nodes="worker1"))],
+            "scontrol": [ok("JobId=17 JobState=COMPLETED ExitCode=0:0 NodeList=worker1")],
+        }
+    )
+    final = wait(transport, JOB, lambda _: None, sleep=lambda _: None)
+    assert final.state == "COMPLETED"
+    assert transport.programs() == ["squeue", "squeue", "squeue", "scontrol"]
+
+
+def test_garbled_squeue_output_that_persists_stops_with_one_line() -> None:
+    transport = FakeTransport({"squeue": [ok('{"jobs": [{"job_id": 17, "job_st')]})
+    with pytest.raises(Unreachable) as failure:
+        wait(transport, JOB, lambda _: None, sleep=lambda _: None)
+    assert str(failure.value) == (
+        'squeue printed no JSON: \'{"jobs": [{"job_id": 17, "job_st\' (on fake-controller), '
+        f"{GARBLED_POLLS} polls in a row: stopped waiting for job 17 (files in {JOB_DIR})"
+    )
+    assert transport.programs() == ["squeue"] * GARBLED_POLLS
 
 
 def test_wait_cancels_a_job_that_outlives_the_timeout() -> None:

@@ -45,14 +45,14 @@ def test_partition_gpus_of_an_unreachable_controller() -> None:
         slurm.partition_gpus(transport, None)
 
 
-def test_final_state_asks_the_controller_first_then_accounting() -> None:
+def test_last_state_asks_the_controller_first_then_accounting() -> None:
     transport = FakeTransport(
         {
             "scontrol": [ok(stderr="slurm_load_jobs error: Invalid job id specified", code=1)],
             "sacct": [ok("8|COMPLETED|0:0|12|worker2\n")],
         }
     )
-    state = slurm.final_state(transport, "8")
+    state = slurm.last_state(transport, "8")
     assert state == JobState(
         "COMPLETED", "", "worker2", exit_code=0, signal=0, job_id="8", elapsed=12
     )
@@ -69,11 +69,20 @@ def test_final_state_asks_the_controller_first_then_accounting() -> None:
     ]
 
 
-def test_final_state_is_none_while_accounting_lags() -> None:
+def test_last_state_is_unfinished_while_accounting_lags() -> None:
     transport = FakeTransport(
         {
             "scontrol": [ok(stderr="Invalid job id specified", code=1)],
             "sacct": [ok("8|RUNNING|0:0|3|worker2\n")],
         }
     )
-    assert slurm.final_state(transport, "8") is None
+    state = slurm.last_state(transport, "8")
+    assert state is not None
+    assert (state.state, state.finished) == ("RUNNING", False)
+
+
+def test_last_state_is_none_when_slurm_has_no_record() -> None:
+    transport = FakeTransport(
+        {"scontrol": [ok(stderr="Invalid job id specified", code=1)], "sacct": [ok("")]}
+    )
+    assert slurm.last_state(transport, "8") is None

@@ -25,11 +25,10 @@ from gpulab.submit import (
     Transport,
     Unreachable,
     WaitTimedOut,
-    fetch_result,
     parse_target,
     prepare,
     submit,
-    wait,
+    wait_for_result,
 )
 
 _SSH_ONLY = ("port", "identity", "known_hosts")
@@ -167,11 +166,11 @@ def _submit(args: argparse.Namespace) -> int:
         if not args.wait:
             return _write(job.to_json(), None)
         try:
-            final = wait(transport, job, say, timeout_s=args.timeout)
+            document = wait_for_result(transport, job, say, timeout_s=args.timeout)
         except KeyboardInterrupt:
             say(f"stopped waiting; job {job.job_id} goes on (scancel {job.job_id} stops it)")
             return EXIT_INTERRUPTED
-        return _write(fetch_result(transport, job, final), args.output)
+        return _write(document, args.output)
     finally:
         transport.close()
 

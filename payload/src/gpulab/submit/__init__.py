@@ -9,12 +9,14 @@ file), slurm runs them through the Transport; job ties them into submit, wait, f
 from gpulab.submit.job import (
     DEFAULT_SHARED_DIR,
     JobFailed,
+    JobForgotten,
     JobOptions,
     SubmittedJob,
     WaitTimedOut,
     fetch_result,
     submit,
     wait,
+    wait_for_result,
 )
 from gpulab.submit.local import LocalTransport
 from gpulab.submit.slurm import SubmitRejected
@@ -27,6 +29,7 @@ __all__ = [
     "DEFAULT_SHARED_DIR",
     "CommandResult",
     "JobFailed",
+    "JobForgotten",
     "JobOptions",
     "JobState",
     "LocalTransport",
@@ -43,4 +46,5 @@ __all__ = [
     "prepare",
     "submit",
     "wait",
+    "wait_for_result",
 ]

@@ -22,6 +22,11 @@ DEFAULT_SHARED_DIR = "/srv/gpulab/jobs"
 STDERR_TAIL_LINES = 20
 # The backends that compute on a GPU when the job is given one (auto falls back to cpu).
 GPU_BACKENDS = ("auto", "vulkan")
+# Polls in a row with no record of the job anywhere before waiting gives up on it: Slurm
+# knows a submitted job at once, and an ended one for MinJobAge (300 s) or in accounting.
+FORGOTTEN_POLLS = 15
+# Polls in a row of unreadable squeue output before waiting gives up.
+GARBLED_POLLS = 5
 
 
 class JobFailed(RuntimeError):
@@ -30,6 +35,10 @@ class JobFailed(RuntimeError):
 
 class WaitTimedOut(RuntimeError):
     """The job did not end in time (exit 4); it has been cancelled."""
+
+
+class JobForgotten(JobFailed):
+    """squeue, scontrol and sacct all have no record of the job (exit 4 without a result)."""
 
 
 @dataclass(frozen=True)
@@ -139,26 +148,74 @@ def wait(
     sleep: Callable[[float], None] = time.sleep,
 ) -> JobState:
     """Poll until the job ends, reporting each change of state; its final state. A job still
-    running after timeout_s is cancelled and WaitTimedOut raised."""
+    running after timeout_s is cancelled and WaitTimedOut raised. JobForgotten when squeue,
+    scontrol and sacct all lack the job for FORGOTTEN_POLLS polls in a row; Unreachable when
+    squeue's output cannot be read for GARBLED_POLLS polls in a row."""
     deadline = None if timeout_s is None else clock() + timeout_s
     shown = ""
+    latest: JobState | None = None
+    unknown = garbled = 0  # polls in a row
     while True:
-        state = slurm.queue_state(transport, job.job_id)
-        if state is None or state.finished:
-            final = slurm.final_state(transport, job.job_id)
-            if final is not None:
-                progress(f"job {job.job_id} {final.describe()}")
-                return final
-        elif state.describe() != shown:
-            shown = state.describe()
-            progress(f"job {job.job_id} {shown}")
+        try:
+            state = slurm.queue_state(transport, job.job_id)
+        except slurm.GarbledOutput as exc:
+            garbled += 1
+            if garbled >= GARBLED_POLLS:
+                raise Unreachable(
+                    f"{exc}, {garbled} polls in a row: stopped waiting for job {job.job_id} "
+                    f"(files in {job.job_dir})"
+                ) from None
+        else:
+            garbled = 0
+            latest = state or latest
+            if state is not None and not state.finished:
+                unknown = 0
+                if state.describe() != shown:
+                    shown = state.describe()
+                    progress(f"job {job.job_id} {shown}")
+            else:
+                known = slurm.last_state(transport, job.job_id)
+                if known is not None and known.finished:
+                    progress(f"job {job.job_id} {known.describe()}")
+                    return known
+                unknown = unknown + 1 if state is None and known is None else 0
+                if unknown >= FORGOTTEN_POLLS:
+                    raise JobForgotten(
+                        f"job {job.job_id} is unknown to Slurm: squeue, scontrol and sacct "
+                        f"had no record of it in {unknown} polls"
+                    )
         if deadline is not None and clock() >= deadline:
             slurm.cancel(transport, job.job_id)
-            where = state.describe() if state is not None else "unfinished"
+            where = latest.describe() if latest is not None else "unfinished"
             raise WaitTimedOut(
                 f"job {job.job_id} still {where} after {timeout_s:g} s: cancelled it"
             )
         sleep(poll_s)
+
+
+def wait_for_result(
+    transport: Transport,
+    job: SubmittedJob,
+    progress: Callable[[str], None],
+    *,
+    timeout_s: float | None = None,
+    poll_s: float = 2.0,
+) -> dict[str, Any]:
+    """wait, then fetch_result. A job that Slurm forgot (MinJobAge passed, state lost, no
+    accounting) may still have written its result: that result is returned; else JobFailed
+    naming the job directory."""
+    try:
+        final = wait(transport, job, progress, timeout_s=timeout_s, poll_s=poll_s)
+    except JobForgotten as forgotten:
+        try:
+            document = _read_result(transport, job)
+        except FileNotFoundError:
+            raise JobFailed(
+                f"{forgotten} and it wrote no result; its files are in {job.job_dir}"
+            ) from None
+        progress(f"{forgotten}; using the result it wrote, {job.result}")
+        return _recorded(document, job, nodes="")
+    return fetch_result(transport, job, final)
 
 
 def _stderr_tail(transport: Transport, job: SubmittedJob) -> str:
@@ -175,22 +232,36 @@ def _stderr_tail(transport: Transport, job: SubmittedJob) -> str:
     return f"last lines of {job.stderr}:\n" + "\n".join(f"  {line}" for line in lines)
 
 
+def _read_result(transport: Transport, job: SubmittedJob) -> dict[str, Any]:
+    """The job's result JSON; FileNotFoundError when missing, JobFailed when not JSON."""
+    data = transport.read_file(job.result)
+    try:
+        document = json.loads(data)
+    except ValueError as exc:
+        raise JobFailed(f"job {job.job_id}: {job.result} is not JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise JobFailed(f"job {job.job_id}: {job.result} is not a result object")
+    return document
+
+
+def _recorded(document: dict[str, Any], job: SubmittedJob, nodes: str) -> dict[str, Any]:
+    # `gpulab run` records the job itself; older payloads on the workers may not.
+    slurm_info = document.setdefault("slurm", {})
+    slurm_info.setdefault("job_id", job.job_id)
+    if nodes:
+        slurm_info.setdefault("nodelist", nodes)
+    return document
+
+
 def fetch_result(transport: Transport, job: SubmittedJob, final: JobState) -> dict[str, Any]:
     """The result JSON that `gpulab run` wrote in the job, with `slurm.job_id`; JobFailed
     with the state, exit code and the tail of the job's stderr otherwise."""
     if not final.succeeded:
         raise JobFailed(f"job {job.job_id} {final.describe()}; {_stderr_tail(transport, job)}")
     try:
-        document: dict[str, Any] = json.loads(transport.read_file(job.result))
+        document = _read_result(transport, job)
     except FileNotFoundError:
         raise JobFailed(
             f"job {job.job_id} completed but wrote no {job.result}; {_stderr_tail(transport, job)}"
         ) from None
-    except ValueError as exc:
-        raise JobFailed(f"job {job.job_id}: {job.result} is not JSON ({exc})") from None
-    # `gpulab run` records the job itself; older payloads on the workers may not.
-    slurm_info = document.setdefault("slurm", {})
-    slurm_info.setdefault("job_id", job.job_id)
-    if final.nodes:
-        slurm_info.setdefault("nodelist", final.nodes)
-    return document
+    return _recorded(document, job, final.nodes)

@@ -26,6 +26,11 @@ class SubmitRejected(ValueError):
     """sbatch refused the job (an unknown partition or node, for example): exit 2."""
 
 
+class GarbledOutput(Unreachable):
+    """A Slurm command answered with output that cannot be read (exit 3 when it persists);
+    a single such answer says nothing about the job, so waiting polls again."""
+
+
 def _check_reachable(result: CommandResult, where: str) -> None:
     message = result.stderr.strip() or result.stdout.strip()
     if any(hint in message for hint in _UNREACHABLE_HINTS):
@@ -63,31 +68,35 @@ def partition_gpus(transport: Transport, partition: str | None) -> int:
 
 
 def queue_state(transport: Transport, job_id: str) -> JobState | None:
-    """The job's state from squeue; None once it has left the queue."""
+    """The job's state from squeue; None once it has left the queue. GarbledOutput when
+    squeue's answer is no JSON (empty, truncated)."""
     result = transport.run(slurm_client.squeue_json_argv(job_id))
     if result.returncode != 0:
         _check_reachable(result, transport.where)
         if "Invalid job id" in result.stderr:
             return None
         raise Unreachable(f"squeue on {transport.where}: {_last_line(result.stderr)}")
-    return slurm_client.parse_squeue_json(result.stdout, job_id)
+    try:
+        return slurm_client.parse_squeue_json(result.stdout, job_id)
+    except ValueError as exc:
+        raise GarbledOutput(f"{exc} (on {transport.where})") from None
 
 
-def final_state(transport: Transport, job_id: str) -> JobState | None:
-    """The state of an ended job: the controller's memory of recent jobs (MinJobAge), else
-    accounting when slurmdbd runs; None when neither has a final state yet (accounting
-    records a job's end a moment after the controller)."""
+def last_state(transport: Transport, job_id: str) -> JobState | None:
+    """What the controller's memory of recent jobs (MinJobAge), else accounting (slurmdbd)
+    says of the job, a final state first; None when neither has any record of it."""
     scontrol = transport.run(slurm_client.scontrol_job_argv(job_id))
+    known = None
     if scontrol.returncode == 0:
-        state = slurm_client.parse_scontrol(scontrol.stdout)
-        if state is not None and state.finished:
-            return state
+        known = slurm_client.parse_scontrol(scontrol.stdout)
+        if known is not None and known.finished:
+            return known
     sacct = transport.run(slurm_client.sacct_argv(job_id))
     if sacct.returncode == 0:
-        state = slurm_client.parse_sacct(sacct.stdout, job_id)
-        if state is not None and state.finished:
-            return state
-    return None
+        recorded = slurm_client.parse_sacct(sacct.stdout, job_id)
+        if recorded is not None and (recorded.finished or known is None):
+            return recorded
+    return known
 
 
 def cancel(transport: Transport, job_id: str) -> None:

@@ -249,9 +249,17 @@ def _word(value: Any) -> str:
 
 
 def parse_squeue_json(text: str, job_id: str) -> JobState | None:
-    """The job in squeue_json_argv's output; None when it is not listed."""
-    for job in json.loads(text).get("jobs", []):
-        if str(job.get("job_id")) == job_id:
+    """The job in squeue_json_argv's output; None when it is not listed. ValueError when the
+    output is no squeue JSON (empty, truncated, an error text): the state is unknown then."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        raise ValueError(f"squeue printed no JSON: {_excerpt(text)}") from None
+    jobs = document.get("jobs") if isinstance(document, dict) else None
+    if not isinstance(jobs, list):
+        raise ValueError(f"squeue printed JSON without a list of jobs: {_excerpt(text)}")
+    for job in jobs:
+        if isinstance(job, dict) and str(job.get("job_id")) == job_id:
             return JobState(
                 state=_word(job.get("job_state")),
                 reason=_value(str(job.get("state_reason") or "")),
@@ -259,6 +267,12 @@ def parse_squeue_json(text: str, job_id: str) -> JobState | None:
                 job_id=job_id,
             )
     return None
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    # Enough of a bad answer to recognise it, on one line.
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[:limit] + "...") if flat else "(nothing)"
 
 
 def parse_squeue_lines(text: str) -> list[tuple[str, str]]:

@@ -5,7 +5,11 @@ paramiko is the optional extra `gpulab[submit]`, imported only when SSH is used.
 
 from __future__ import annotations
 
+import logging
+import random
 import shlex
+import socket
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +22,10 @@ if TYPE_CHECKING:
 
 # The remote shell's status for a command it cannot find.
 _NOT_FOUND = 127
+# What sshd sends before dropping a connection beyond MaxStartups (OpenSSH 8.x and later).
+_MAX_STARTUPS = b"Exceeded MaxStartups"
+# Bytes of the server's first answer kept to tell a server that speaks no SSH.
+_FIRST_BYTES = 256
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,10 @@ class SshTarget:
     known_hosts: str | None = None
     timeout_s: float = 15.0
     command_timeout_s: float = 300.0
+    # A connection sshd drops during the handshake (MaxStartups: many clients at once) is
+    # tried again this often in all, after 1, 2, 4, ... times retry_delay_s (with jitter).
+    connect_attempts: int = 6
+    retry_delay_s: float = 0.5
 
     @property
     def where(self) -> str:
@@ -57,7 +69,48 @@ def _paramiko() -> Any:
             "submitting over SSH needs paramiko, the extra gpulab[submit]: "
             "pip install 'paramiko>=3.4,<5'"
         ) from None
+    # Its transport thread logs a traceback for every failed handshake; without a handler
+    # that reaches stderr through logging's last resort. The failure is raised here anyway.
+    logger = logging.getLogger("paramiko")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
     return paramiko
+
+
+class _Dropped(Exception):
+    """The server accepted the connection, then dropped it before SSH was set up."""
+
+
+class _WatchedSocket(socket.socket):
+    """A TCP socket that keeps the first bytes the server sent: a server that speaks no SSH
+    is told apart from sshd dropping a connection under load."""
+
+    first = b""
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        data = super().recv(bufsize, flags)
+        if len(self.first) < _FIRST_BYTES:
+            self.first += data[: _FIRST_BYTES - len(self.first)]
+        return data
+
+
+def _open_socket(target: SshTarget) -> _WatchedSocket:
+    plain = socket.create_connection((target.host, target.port), timeout=target.timeout_s)
+    watched = _WatchedSocket(plain.family, plain.type, plain.proto, plain.detach())
+    watched.settimeout(target.timeout_s)
+    return watched
+
+
+def _handshake_failed(target: SshTarget, sock: _WatchedSocket, reason: str) -> Exception:
+    """Unreachable for a server that answered something other than SSH; else _Dropped."""
+    first = sock.first.lstrip()
+    if first and not first.startswith(b"SSH-") and _MAX_STARTUPS not in first:
+        line = first.splitlines()[0].decode("ascii", "replace")
+        return Unreachable(
+            f"{target.where}: the server there speaks no SSH (it answered {line!r}); "
+            f"is port {target.port} sshd's?"
+        )
+    return _Dropped(reason or "connection closed")
 
 
 def _identity(lib: Any, path: str) -> paramiko.PKey:
@@ -77,7 +130,26 @@ def _identity(lib: Any, path: str) -> paramiko.PKey:
 
 
 def _connect(target: SshTarget) -> paramiko.SSHClient:
+    """An authenticated connection; a handshake that sshd drops is tried again with backoff."""
     lib = _paramiko()
+    attempt = 1
+    while True:
+        try:
+            return _connect_once(lib, target)
+        except _Dropped as dropped:
+            if attempt >= target.connect_attempts:
+                raise Unreachable(
+                    f"{target.where}: the SSH server dropped the connection during the "
+                    f"handshake {attempt} times in a row ({dropped}); it may be refusing "
+                    "new connections under load (sshd MaxStartups): try again later"
+                ) from None
+        delay = target.retry_delay_s * 2 ** (attempt - 1)
+        # Jitter spreads out many clients that were dropped together.
+        time.sleep(random.uniform(delay / 2, delay))
+        attempt += 1
+
+
+def _connect_once(lib: Any, target: SshTarget) -> paramiko.SSHClient:
     client: paramiko.SSHClient = lib.SSHClient()
     if target.known_hosts is not None:
         try:
@@ -91,21 +163,32 @@ def _connect(target: SshTarget) -> paramiko.SSHClient:
     client.set_missing_host_key_policy(lib.RejectPolicy())
     known = target.known_hosts or str(Path("~/.ssh/known_hosts").expanduser())
     try:
+        pkey = _identity(lib, target.identity) if target.identity else None
+        sock = _open_socket(target)
+    except ValueError:
+        client.close()
+        raise
+    except (ConnectionResetError, ConnectionAbortedError) as exc:  # accepted, then dropped
+        client.close()
+        raise _Dropped(exc.strerror or str(exc)) from None
+    except OSError as exc:  # refused, unresolvable, timed out
+        client.close()
+        reason = exc.strerror or str(exc)
+        raise Unreachable(f"{target.where}: cannot connect: {reason or 'timed out'}") from None
+    try:
         # A given key is the only credential tried; without one, the agent and ~/.ssh keys.
         client.connect(
             target.host,
             port=target.port,
             username=target.user,
-            pkey=_identity(lib, target.identity) if target.identity else None,
+            pkey=pkey,
             look_for_keys=target.identity is None,
             allow_agent=target.identity is None,
             timeout=target.timeout_s,
             banner_timeout=target.timeout_s,
             auth_timeout=target.timeout_s,
+            sock=sock,
         )
-    except ValueError:
-        client.close()
-        raise
     except lib.BadHostKeyException:
         client.close()
         raise Unreachable(
@@ -124,11 +207,10 @@ def _connect(target: SshTarget) -> paramiko.SSHClient:
                 f"(ssh-keyscan -p {target.port} {target.host}, compared with the host's "
                 "own /etc/ssh/ssh_host_*_key.pub) or pass --known-hosts FILE"
             ) from None
-        raise Unreachable(f"{target.where}: SSH failed: {exc}") from None
-    except OSError as exc:  # refused, unresolvable, timed out
+        raise _handshake_failed(target, sock, str(exc)) from None
+    except (OSError, EOFError) as exc:  # reset or closed while setting up SSH
         client.close()
-        reason = exc.strerror or str(exc)
-        raise Unreachable(f"{target.where}: cannot connect: {reason or 'timed out'}") from None
+        raise _handshake_failed(target, sock, str(exc) or type(exc).__name__) from None
     return client
 
 
