@@ -4,6 +4,7 @@ and features it gives each device, and absence."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +35,16 @@ LAVAPIPE_FULL = (FIXTURES / "vulkaninfo-lavapipe.txt").read_text()
 # Captured on the device tool's H200 host (Ubuntu 24.04, driver 580): one H200.
 H200 = (FIXTURES / "vulkaninfo-summary-h200.txt").read_text()
 H200_FULL = (FIXTURES / "vulkaninfo-h200.txt").read_text()
-# Reconstructed (each file's header says from what): two H200s, and a JetPack 6 Orin.
+# Reconstructed (the files' headers say from what): two H200s.
 H200X2 = (FIXTURES / "vulkaninfo-summary-h200x2.txt").read_text()
 H200X2_FULL = (FIXTURES / "vulkaninfo-h200x2.txt").read_text()
-ORIN = (FIXTURES / "vulkaninfo-summary-orin.txt").read_text()
-ORIN_FULL = (FIXTURES / "vulkaninfo-orin.txt").read_text()
+# The Orin: the lab's Jetson stand-in recording (its header says what is captured and what
+# reconstructed), so the unit tests and molecule read the same Orin.
+ORIN_RECORDING = Path(__file__).parents[2] / "lab/standin/jetson/vulkaninfo"
+ORIN = subprocess.run(
+    [ORIN_RECORDING, "--summary"], capture_output=True, text=True, check=True
+).stdout
+ORIN_FULL = subprocess.run([ORIN_RECORDING], capture_output=True, text=True, check=True).stdout
 SUMMARY = ["/usr/bin/vulkaninfo", "--summary"]
 FULL = ["/usr/bin/vulkaninfo"]
 
@@ -211,7 +217,7 @@ def test_jetpack6_orin_takes_the_tegra_nodes_with_nvgpu_ctrl_for_gres() -> None:
     [orin] = devices(result)
     assert orin["name"] == "NVIDIA Tegra Orin (nvgpu)"
     assert orin["type"] == "integrated"
-    assert orin["api_version"] == "1.3.226"
+    assert orin["api_version"] == "1.3.251"
     assert orin["gres_file"] == "/dev/nvgpu/igpu0/ctrl"
     assert orin["device_files"] == [
         "/dev/nvgpu/igpu0/ctrl", "/dev/nvmap", "/dev/nvgpu/igpu0/as", "/dev/nvgpu/igpu0/channel",

@@ -24,6 +24,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 FIXTURES = ROOT / "tests/collection/fixtures"
+ORIN_RECORDING = ROOT / "lab/standin/jetson/vulkaninfo"
 TEMPLATES = ROOT / "roles/slurm/templates"
 CONFIGS = ("gres.conf", "nodes.conf", "plugins.conf")
 
@@ -61,13 +62,16 @@ def _worker(work: Path, name: str, spec: dict[str, Any]) -> dict[str, Any]:
     for node in spec["nodes"]:
         (home / "dev" / node).parent.mkdir(parents=True, exist_ok=True)
         (home / "dev" / node).touch()
-    vulkaninfo = home / "vulkaninfo"
-    summary = FIXTURES / f"vulkaninfo-summary-{spec['recording']}.txt"
-    full = FIXTURES / f"vulkaninfo-{spec['recording']}.txt"
-    vulkaninfo.write_text(
-        f'#!/bin/sh\nif [ "$1" = --summary ]; then cat {summary}; else cat {full}; fi\n'
-    )
-    vulkaninfo.chmod(0o755)
+    if spec["recording"] == "orin":  # the lab's Jetson stand-in recording, both outputs
+        vulkaninfo = ORIN_RECORDING
+    else:
+        vulkaninfo = home / "vulkaninfo"
+        summary = FIXTURES / f"vulkaninfo-summary-{spec['recording']}.txt"
+        full = FIXTURES / f"vulkaninfo-{spec['recording']}.txt"
+        vulkaninfo.write_text(
+            f'#!/bin/sh\nif [ "$1" = --summary ]; then cat {summary}; else cat {full}; fi\n'
+        )
+        vulkaninfo.chmod(0o755)
     release = home / "nv_tegra_release"
     if spec["tegra"]:
         release.write_text("# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic\n")
