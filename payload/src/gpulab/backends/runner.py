@@ -40,7 +40,7 @@ def split(graph: Graph, backend: str) -> list[tuple[str, Segment]]:
             name for node in nodes for name in node.references if name not in inside
         )
         later = {name for _, group in groups[i + 1 :] for node in group for name in node.references}
-        exports = tuple(n.id for n in nodes if n.id in graph.outputs or n.id in later)
+        exports = tuple(n.id for n in nodes if n.id in graph.output_set or n.id in later)
         releases = {node.id: plan.releases[node.id] for node in nodes}
         segments.append((where, Segment(graph, tuple(nodes), tuple(reads), exports, releases)))
     return segments
@@ -210,7 +210,7 @@ class Runner:
         """Drop host values that no later segment reads and that are not outputs."""
         needed = {name for _, segment in rest for name in segment.reads}
         for name in list(host):
-            if name not in needed and name not in graph.outputs:
+            if name not in needed and name not in graph.output_set:
                 del host[name]
 
     def _compare(self, graph: Graph, result: Result, backend: str) -> dict[str, object]:
