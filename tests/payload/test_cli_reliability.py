@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import io
 import json
+import resource
+import signal
+import subprocess
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from gpulab.backends import Result, Runner, runner
+from gpulab.backends.result import DATA_LIMIT
+from gpulab.backends.result_file import PYTHON_NUMBER_BYTES
+from gpulab.graph import MemoryLimit
 
-from tests.graph.graph_helpers import cli, small_graph, write_graph
+from tests.graph.graph_helpers import GPULAB, cli, small_graph, write_graph
 
 
 def test_a_device_that_does_not_exist_is_exit_3_under_auto(
@@ -91,7 +100,12 @@ def test_a_diverging_jacobi_is_exit_4_naming_the_node(
             "b": {"type": "vector", "data": [1.0, 1.0]},
         },
         "nodes": [
-            {"id": "j", "op": "jacobi", "inputs": {"A": "A", "b": "b"}, "params": {"iterations": 50}}
+            {
+                "id": "j",
+                "op": "jacobi",
+                "inputs": {"A": "A", "b": "b"},
+                "params": {"iterations": 50},
+            }
         ],
         "outputs": ["j"],
     }
@@ -100,3 +114,152 @@ def test_a_diverging_jacobi_is_exit_4_naming_the_node(
     assert (code, out) == (4, "")
     assert err.startswith("gpulab: numerical failure: node 'j' (jacobi): ")
     assert len(err.splitlines()) == 1
+
+
+def saved_result(folder: Path) -> Path:
+    path = folder / "out.json"
+    path.write_text('{"a good": "earlier result"}\n', encoding="utf-8")
+    return path
+
+
+def test_a_failed_write_keeps_the_previous_result_and_is_exit_4(tmp_path: Path) -> None:
+    # Was: written in place, so a file size limit left a truncated JSON where a good one was.
+    document = small_graph()
+    document["inputs"]["x"] = {"type": "vector", "fill": {"n": 20_000, "value": 1.0}}
+    document["inputs"]["y"] = {"type": "vector", "fill": {"n": 20_000, "value": 0.5}}
+    path, out = write_graph(tmp_path, document), saved_result(tmp_path)
+
+    def small_files() -> None:  # writes beyond 64 KiB fail with EFBIG, not SIGXFSZ
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, 1 << 16))
+
+    done = subprocess.run(
+        [*GPULAB, "run", str(path), "--backend", "cpu", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=small_files,
+    )
+    assert (done.returncode, done.stdout) == (4, ""), done.stderr
+    assert done.stderr == (
+        f"gpulab: --output {out}: cannot write the result: File too large; "
+        "the previous file is unchanged\n"
+    )
+    assert out.read_text(encoding="utf-8") == '{"a good": "earlier result"}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph.json", "out.json"]
+
+
+def test_the_result_replaces_the_file_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, out = write_graph(tmp_path, small_graph()), saved_result(tmp_path)
+    out.chmod(0o640)
+    code, stdout, err = cli(capsys, "run", str(path), "--backend", "cpu", "-o", str(out))
+    assert (code, stdout, err) == (0, "", "")
+    assert json.loads(out.read_text(encoding="utf-8"))["outputs"]["n"]["type"] == "scalar"
+    assert out.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph.json", "out.json"]
+
+
+def test_a_full_disk_is_exit_4_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Was: exit 2, as if the input were wrong.
+    path = write_graph(tmp_path, small_graph())
+    code, out, err = cli(capsys, "run", str(path), "--backend", "cpu", "-o", "/dev/full")
+    assert (code, out) == (4, "")
+    assert err == "gpulab: --output /dev/full: cannot write the result: No space left on device\n"
+
+
+@pytest.mark.parametrize(
+    ("output", "reason"),
+    [
+        ("missing/out.json", "the folder {folder}/missing does not exist"),
+        ("graph.json/out.json", "{folder}/graph.json is not a folder"),
+        (".", "is a directory"),
+        ("graph.json", "is the input {folder}/graph.json, which it would replace"),
+        ("v.npy", "is the input {folder}/v.npy, which it would replace"),
+    ],
+)
+def test_a_bad_output_is_exit_2_before_anything_runs(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    output: str,
+    reason: str,
+) -> None:
+    # Was: checked after computing (2.9 s of work, then exit 2); the graph itself overwritten.
+    np.save(tmp_path / "v.npy", np.ones(3, dtype=np.float32))
+    document = small_graph()
+    document["inputs"]["x"] = {"type": "vector", "file": "v.npy"}
+    path = write_graph(tmp_path, document)
+    before = path.read_bytes()
+
+    def no_work(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the graph ran")
+
+    monkeypatch.setattr(Runner, "run", no_work)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, "run", str(path), "--backend", "cpu", "-o", output)
+    assert (code, out) == (2, "")
+    assert err == f"gpulab: --output {output}: {reason.format(folder=tmp_path)}\n"
+    assert path.read_bytes() == before
+
+
+def test_dash_is_stdout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Was: a file named "-".
+    monkeypatch.chdir(tmp_path)
+    path = write_graph(tmp_path, small_graph())
+    code, out, err = cli(capsys, "run", str(path), "--backend", "cpu", "-o", "-")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["graph"] == "small"
+    assert not (tmp_path / "-").exists()
+
+
+def test_a_full_result_too_large_for_memory_is_exit_4_naming_the_estimate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Was: not counted; a --full result took 6x its file size in memory, then the OOM killer.
+    monkeypatch.setattr(runner, "available_memory", lambda: MemoryLimit(16 << 20, "memory"))
+    document = small_graph()
+    document["inputs"]["x"] = {"type": "vector", "fill": {"n": 1 << 20, "value": 1.0}}
+    document["inputs"]["y"] = {"type": "vector", "fill": {"n": 1 << 20, "value": 0.5}}
+    path = write_graph(tmp_path, document)
+    code, out, err = cli(capsys, "run", str(path), "--backend", "cpu", "--full")
+    assert (code, out) == (4, "")
+    assert err == (
+        "gpulab: the result JSON (--full) needs about 32.0 MiB of memory to write besides "
+        "the outputs' 4.0 MiB, only 16.0 MiB of memory exist\n"
+    )
+    code, out, err = cli(capsys, "run", str(path), "--backend", "cpu")  # summaries only
+    assert code == 0, err
+
+
+class CountingStream(io.TextIOBase):
+    """A sink that keeps only the number of characters written."""
+
+    def __init__(self) -> None:
+        self.characters = 0
+
+    def write(self, text: str) -> int:
+        self.characters += len(text)
+        return len(text)
+
+
+def test_the_result_json_is_streamed_one_output_at_a_time() -> None:
+    # Was: json.dumps of the whole document: 200 x 65536 elements took 2 GB to write 357 MB.
+    outputs = {f"o{i}": np.full(DATA_LIMIT, i + 0.1, dtype=np.float32) for i in range(16)}
+    result = Result("g", "cpu", "cpu", "", {}, outputs, [], 0.0)
+    sink = CountingStream()
+    tracemalloc.start()
+    try:
+        result.write_json(sink)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    one_output = DATA_LIMIT * PYTHON_NUMBER_BYTES
+    assert sink.characters > 16 * DATA_LIMIT * 10
+    assert peak < 3 * one_output  # a whole-document write holds 16 outputs and the text

@@ -153,8 +153,8 @@ def _first_non_float32(array: Any) -> str | None:
             offset = start + int(np.argmax(bad))
             index = [int(i) for i in np.unravel_index(offset, array.shape)]
             return (
-                f"element {index} is {float(flat[offset])!r}; values must be finite and fit float32 "
-                f"(at most {FLOAT32_MAX:.8g} in size)"
+                f"element {index} is {float(flat[offset])!r}; values must be finite and fit "
+                f"float32 (at most {FLOAT32_MAX:.8g} in size)"
             )
     return None
 
