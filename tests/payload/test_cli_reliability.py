@@ -263,3 +263,20 @@ def test_the_result_json_is_streamed_one_output_at_a_time() -> None:
     one_output = DATA_LIMIT * PYTHON_NUMBER_BYTES
     assert sink.characters > 16 * DATA_LIMIT * 10
     assert peak < 3 * one_output  # a whole-document write holds 16 outputs and the text
+
+
+def test_dev_stdout_redirected_to_a_file_is_written_in_place(tmp_path: Path) -> None:
+    # A rename would have replaced the link /dev/stdout itself.
+    path, out = write_graph(tmp_path, small_graph()), tmp_path / "redirected.json"
+    with out.open("w", encoding="utf-8") as stdout:
+        done = subprocess.run(
+            [*GPULAB, "run", str(path), "--backend", "cpu", "-o", "/dev/stdout"],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(out.read_text(encoding="utf-8"))["graph"] == "small"
+    assert Path("/dev/stdout").is_symlink()

@@ -46,9 +46,11 @@ class OutputTarget:
 
     path: Path | None
     in_place: bool = False
+    name: str = STDOUT
+    """The path as the user gave it, for messages."""
 
     def __str__(self) -> str:
-        return STDOUT if self.path is None else str(self.path)
+        return self.name
 
 
 @dataclass(frozen=True)
@@ -99,13 +101,18 @@ def output_target(output: str | None, inputs: Iterable[Path]) -> OutputTarget:
         if same is not None:
             raise OutputRefused(f"--output {output}: is the input {same}, which it would replace")
         if not stat.S_ISREG(status.st_mode):
-            return OutputTarget(path, in_place=True)
-    folder = path.absolute().parent
+            return OutputTarget(path, in_place=True, name=output)
+    # A symbolic link stays: the file it names is replaced. /dev/stdout redirected to a file
+    # is written in place (the rename would replace the link in /dev).
+    resolved = Path(os.path.realpath(path))
+    if resolved.parts[1:2] in (("dev",), ("proc",)) or path.absolute().parts[1:2] == ("dev",):
+        return OutputTarget(path, in_place=True, name=output)
+    folder = resolved.parent
     if not folder.is_dir():
         raise OutputRefused(f"--output {output}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OutputRefused(f"--output {output}: the folder {folder} is not writable")
-    return OutputTarget(path)
+    return OutputTarget(resolved, name=output)
 
 
 def result_size(graph: Graph, full: bool) -> ResultSize:
