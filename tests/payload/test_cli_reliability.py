@@ -9,11 +9,12 @@ import signal
 import subprocess
 import tracemalloc
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
-from gpulab.backends import Result, Runner, runner
+from gpulab.backends import Result, Runner, result_file, runner
 from gpulab.backends.result import DATA_LIMIT
 from gpulab.backends.result_file import PYTHON_NUMBER_BYTES
 from gpulab.graph import MemoryLimit
@@ -280,3 +281,24 @@ def test_dev_stdout_redirected_to_a_file_is_written_in_place(tmp_path: Path) -> 
     assert (done.returncode, done.stderr) == (0, "")
     assert json.loads(out.read_text(encoding="utf-8"))["graph"] == "small"
     assert Path("/dev/stdout").is_symlink()
+
+
+def test_a_result_larger_than_the_free_disk_is_exit_4_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, out = write_graph(tmp_path, small_graph()), tmp_path / "out.json"
+
+    def full_disk(folder: object) -> Any:
+        return SimpleNamespace(total=1 << 30, used=(1 << 30) - 100, free=100)
+
+    monkeypatch.setattr(result_file.shutil, "disk_usage", full_disk)
+
+    def no_work(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the graph ran")
+
+    monkeypatch.setattr(Runner, "run", no_work)
+    code, stdout, err = cli(capsys, "run", str(path), "--backend", "cpu", "-o", str(out))
+    assert (code, stdout) == (4, "")
+    assert err.startswith(f"gpulab: --output {out}: the result JSON needs about ")
+    assert err.endswith(f"MiB, only 0.0 MiB are free in {tmp_path}\n")
+    assert not out.exists()
