@@ -174,13 +174,19 @@ def test_a_key_given_twice_is_refused_with_its_path(tmp_path: Path) -> None:
     refused(outcome, "graph.json: inputs.a.value: this key is given more than once")
 
 
-def test_overflow_while_running_gives_null_without_numpy_warnings(tmp_path: Path) -> None:
-    # Was: numpy's RuntimeWarning lines on stderr (the harness fails on any warning).
+@pytest.mark.parametrize("backend", ["cpu", "native", "vulkan"])
+def test_overflow_while_running_is_exit_4_naming_the_node_without_numpy_warnings(
+    tmp_path: Path, backend: str
+) -> None:
+    # Was: numpy's RuntimeWarning lines on stderr (the harness fails on any warning); then
+    # nulls with exit 0, while a zero-vector normalize was exit 4.
     document = graph(x={"type": "vector", "data": [3e38, 1.0]}, a={"type": "scalar", "value": 10})
-    outcome = run(tmp_path, document, "--backend", "cpu", command="run")
-    assert outcome.code == 0, outcome.describe()
-    assert result_of(outcome)["outputs"]["s"]["data"] == [None, 10.0]
-    assert outcome.err == ""
+    outcome = run(tmp_path, document, "--backend", backend, command="run")
+    assert outcome.code == 4, outcome.describe()
+    assert outcome.err == (
+        "gpulab: numerical failure: node 's' (scale): 1 of 2 values are not finite "
+        "(an overflow, or a singular or diverging system)\n"
+    )
 
 
 def test_run_refuses_a_graph_larger_than_the_available_memory(

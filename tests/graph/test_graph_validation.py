@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -217,3 +218,24 @@ def test_user_errors_print_no_traceback_in_a_subprocess(tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert "cannot read the graph: No such file or directory" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "directory", "huge"])
+def test_a_graph_path_that_is_no_sane_file_is_refused_before_reading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    # Was: /dev/zero was read until memory ran out (exit 4, empty message); a FIFO blocked.
+    path = tmp_path / "graph.json"
+    if kind == "device":
+        path = Path("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        with path.open("wb") as sparse:
+            sparse.truncate(2 << 30)  # 2 GiB, no blocks written
+    code, out, err = cli(capsys, "validate", str(path))
+    assert (code, out) == (2, "")
+    assert len(err.splitlines()) == 1
+    assert err.startswith(f"gpulab: {path}: cannot read the graph: ")

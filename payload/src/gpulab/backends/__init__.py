@@ -11,6 +11,14 @@ from gpulab.backends.base import (
 from gpulab.backends.device_choice import DeviceChoice, choose_device
 from gpulab.backends.gpu_files import HostFiles, files_by_device
 from gpulab.backends.result import Result
+from gpulab.backends.result_file import (
+    OutputFailed,
+    OutputRefused,
+    OutputTarget,
+    output_target,
+    prepare_output,
+    write_result,
+)
 from gpulab.backends.runner import Runner, run_graph
 from gpulab.backends.select import BACKENDS, open_executor, resolve
 
@@ -21,6 +29,9 @@ __all__ = [
     "ExecutionFailed",
     "HostFiles",
     "OperationExecutor",
+    "OutputFailed",
+    "OutputRefused",
+    "OutputTarget",
     "Result",
     "Runner",
     "Segment",
@@ -28,6 +39,9 @@ __all__ = [
     "choose_device",
     "files_by_device",
     "open_executor",
+    "output_target",
+    "prepare_output",
     "resolve",
     "run_graph",
+    "write_result",
 ]

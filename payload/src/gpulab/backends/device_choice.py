@@ -30,6 +30,8 @@ class DeviceChoice:
     """The allocation's files, each with its Vulkan device (or why none)."""
     warning: str | None = None
     """Set when an explicit --device lies outside the allocation."""
+    requested: int | None = None
+    """The --device asked for (None: chosen by default)."""
 
     @property
     def allocated(self) -> tuple[int, ...]:
@@ -91,7 +93,13 @@ def decide(
                 f"--device {requested} is not a GPU Slurm allocated to this job "
                 f"({allocation.origin} is Vulkan device {', '.join(map(str, found.allocated))})"
             )
-        return replace(found, index=requested, chosen_by=f"--device {requested}", warning=warning)
+        return replace(
+            found,
+            index=requested,
+            chosen_by=f"--device {requested}",
+            warning=warning,
+            requested=requested,
+        )
     if found.allocated:
         first = found.allocated[0]
         return replace(found, index=first, chosen_by=found.chosen_by_for(first))

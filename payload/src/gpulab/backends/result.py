@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -55,6 +57,18 @@ def output_json(value: FloatArray, full: bool) -> dict[str, Any]:
     return entry
 
 
+class _OutputsAsWritten(dict[str, Any]):
+    """The outputs' JSON made one output at a time as json.dump reaches it (it asks for
+    items()): the data lists of all outputs are never in memory together, nor the text."""
+
+    def __init__(self, outputs: dict[str, FloatArray], full: bool) -> None:
+        super().__init__(outputs)
+        self._full = full
+
+    def items(self) -> Iterator[tuple[str, Any]]:  # type: ignore[override]
+        return ((name, output_json(value, self._full)) for name, value in super().items())
+
+
 def slurm_info() -> dict[str, Any] | None:
     """The Slurm job id and node list when running inside a Slurm job."""
     job_id = os.environ.get("SLURM_JOB_ID")
@@ -97,6 +111,15 @@ class Result:
 
     def to_json(self, full: bool = False) -> dict[str, Any]:
         """The contract's result JSON; output data beyond 65536 elements only when `full`."""
+        return self._document({name: output_json(v, full) for name, v in self.outputs.items()})
+
+    def write_json(self, stream: TextIO, full: bool = False) -> None:
+        """to_json() written to `stream` as indented JSON, streamed: a result of hundreds of
+        MiB takes about its largest output in memory, not several times the whole text."""
+        json.dump(self._document(_OutputsAsWritten(self.outputs, full)), stream, indent=2)
+        stream.write("\n")
+
+    def _document(self, outputs: dict[str, Any]) -> dict[str, Any]:
         document: dict[str, Any] = {
             "version": RESULT_VERSION,
             "graph": self.graph,
@@ -104,7 +127,7 @@ class Result:
             "backend_requested": self.requested_backend,
             "backend_reason": self.backend_reason,
             "device": self.device,
-            "outputs": {name: output_json(v, full) for name, v in self.outputs.items()},
+            "outputs": outputs,
             "nodes": [
                 {
                     "id": n.id,

@@ -17,6 +17,7 @@ from gpulab.backends.select import open_executor, resolve
 from gpulab.backends.slurm_gpus import read_allocation
 from gpulab.backends.vulkan import VulkanExecutor
 from gpulab.graph import Graph, MemoryLimit, Node, available_memory, materialize, schedule
+from gpulab.ops import NumericalError
 
 COMPARE_RTOL = 1e-3
 """Largest error, relative to the largest magnitude of the cpu output, that --compare accepts."""
@@ -40,7 +41,7 @@ def split(graph: Graph, backend: str) -> list[tuple[str, Segment]]:
             name for node in nodes for name in node.references if name not in inside
         )
         later = {name for _, group in groups[i + 1 :] for node in group for name in node.references}
-        exports = tuple(n.id for n in nodes if n.id in graph.outputs or n.id in later)
+        exports = tuple(n.id for n in nodes if n.id in graph.output_set or n.id in later)
         releases = {node.id: plan.releases[node.id] for node in nodes}
         segments.append((where, Segment(graph, tuple(nodes), tuple(reads), exports, releases)))
     return segments
@@ -111,8 +112,8 @@ class Runner:
 
         Under `auto`, a graph that does not fit in the Vulkan device's memory runs on cpu
         instead: the Vulkan executor is closed first (its memory released) and the result
-        says so under `fallback`. Floating-point overflow gives inf (reported as null), not
-        numpy warnings on stderr.
+        says so under `fallback`. A value that overflows or turns NaN is a NumericalError
+        naming its node, without numpy warnings on stderr.
         """
         with np.errstate(all="ignore"):
             try:
@@ -152,6 +153,7 @@ class Runner:
                 elif name in producer and producer[name] != where:
                     transfers.append({"value": name, "from": producer[name], "to": where})
             done = self.executor(where).execute(segment, host)
+            self._check_finite(segment, done)
             host.update(done.values)
             producer.update(dict.fromkeys(done.values, where))
             records.extend(self._records(where, segment, done))
@@ -199,6 +201,22 @@ class Runner:
         return materialize(graph.inputs[name])
 
     @staticmethod
+    def _check_finite(segment: Segment, done: SegmentRun) -> None:
+        """A NaN or infinity in a value the segment hands on is a NumericalError naming the
+        node (exit 4), as a zero-vector normalize is: a null in the result would pass for one."""
+        for node in segment.nodes:
+            value = done.values.get(node.id)
+            if value is None:
+                continue
+            finite = np.isfinite(value)
+            if not finite.all():
+                raise NumericalError(
+                    f"node {node.id!r} ({node.op}): {value.size - int(finite.sum())} of "
+                    f"{value.size} values are not finite (an overflow, or a singular or "
+                    "diverging system)"
+                )
+
+    @staticmethod
     def _records(where: str, segment: Segment, done: SegmentRun) -> list[NodeRecord]:
         return [
             NodeRecord(node.id, node.op, where, done.times_ms.get(node.id, 0.0), done.timer)
@@ -210,7 +228,7 @@ class Runner:
         """Drop host values that no later segment reads and that are not outputs."""
         needed = {name for _, segment in rest for name in segment.reads}
         for name in list(host):
-            if name not in needed and name not in graph.outputs:
+            if name not in needed and name not in graph.output_set:
                 del host[name]
 
     def _compare(self, graph: Graph, result: Result, backend: str) -> dict[str, object]:

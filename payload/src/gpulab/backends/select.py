@@ -23,6 +23,12 @@ def resolve(backend: str, choice: DeviceChoice | None = None) -> tuple[str, str]
     if backend != "auto":
         return backend, f"{backend} was requested"
     choice = choice or choose_device(None)
+    if choice.requested is not None and choice.name is None:
+        # An explicit device is a request for Vulkan: running on cpu would hide the mistake.
+        found = ", ".join(f"{i}: {info.name}" for i, info in enumerate(choice.infos)) or "none"
+        raise BackendUnavailable(
+            f"--device {choice.requested}: there is no such Vulkan device here (found: {found})"
+        )
     if not choice.infos:
         return "cpu", "auto chose cpu: no Vulkan device was found"
     if choice.name is None:

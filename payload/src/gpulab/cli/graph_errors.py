@@ -5,10 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
-from gpulab.backends import BackendUnavailable, ExecutionFailed
+from gpulab.backends import (
+    BackendUnavailable,
+    ExecutionFailed,
+    OutputFailed,
+    OutputRefused,
+    output_target,
+    write_result,
+)
 from gpulab.cli.errors import EXIT_INPUT, EXIT_RUNTIME, EXIT_UNAVAILABLE
 from gpulab.graph import GraphInvalid, Problem
 from gpulab.graph.problems import one_line
@@ -25,15 +31,17 @@ def say(message: str) -> None:
 
 
 def write_json(document: dict[str, Any], output: str | None) -> bool:
-    """Write a result document to OUTPUT, or stdout without one; False (and a line) on failure."""
-    text = json.dumps(document, indent=2) + "\n"
-    if output is None:
-        sys.stdout.write(text)
-        return True
+    """Write a result document to OUTPUT (atomically), or stdout without one or with `-`;
+    False (and a line) on failure."""
+
+    def dump(stream: Any) -> None:
+        json.dump(document, stream, indent=2)
+        stream.write("\n")
+
     try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        say(f"--output {output}: {exc.strerror or exc}")
+        write_result(output_target(output, ()), dump)
+    except (OutputRefused, OutputFailed) as exc:
+        say(str(exc))
         return False
     return True
 
@@ -60,6 +68,9 @@ def guarded(graph: str, action: Callable[[], int]) -> int:
         return EXIT_RUNTIME
     except (ExecutionFailed, OutOfMemoryError, VulkanError) as exc:
         say(f"run failed: {exc}")
+        return EXIT_RUNTIME
+    except OutputFailed as exc:
+        say(str(exc))
         return EXIT_RUNTIME
     except ValueError as exc:  # a malformed setting from the environment
         say(str(exc))

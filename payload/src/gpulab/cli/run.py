@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from pathlib import Path
 from typing import Any
 
-from gpulab.backends import BACKENDS, Runner
-from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME
-from gpulab.cli.graph_errors import guarded, say, warn, write_json
+from gpulab.backends import BACKENDS, Runner, prepare_output, write_result
+from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME
+from gpulab.cli.graph_errors import guarded, say, warn
 from gpulab.graph import load_graph
 
 BUDGET_ENV = "GPULAB_MEMORY_BUDGET"
@@ -46,7 +47,12 @@ def add_parser(commands: Any, device_index: Any) -> None:
     parser.add_argument("graph", metavar="GRAPH.json")
     parser.add_argument("--backend", choices=BACKENDS, default="auto")
     parser.add_argument("--device", type=device_index, metavar="N", help="Vulkan device index")
-    parser.add_argument("-o", "--output", metavar="OUT.json", help="write the result here")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT.json",
+        help="write the result here (replaced atomically; `-` is stdout)",
+    )
     parser.add_argument(
         "--full", action="store_true", help="include the data of outputs over 65536 elements"
     )
@@ -71,6 +77,9 @@ def _run(args: argparse.Namespace) -> int:
     with Runner(args.backend, args.device, budget) as runner:
         graph = load_graph(args.graph, limit=runner.memory_limit())
         warn(args.graph, graph.warnings)
+        target = prepare_output(
+            args.output, Path(args.graph), graph, args.full, runner.memory_limit()
+        )
         if args.backend == "auto":
             say(runner.reason)
         result = runner.run(graph, compare=args.compare)
@@ -78,8 +87,7 @@ def _run(args: argparse.Namespace) -> int:
             say(runner.device_warning)
         if runner.fallback is not None:
             say(f"ran on cpu instead of vulkan: {runner.fallback['reason']}")
-    if not write_json(result.to_json(full=args.full), args.output):
-        return EXIT_INPUT
+    write_result(target, lambda stream: result.write_json(stream, full=args.full))
     comparison = result.comparison
     if comparison is not None and not comparison["ok"]:
         for name, error in comparison["max_rel_err"].items():

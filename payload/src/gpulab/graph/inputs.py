@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from gpulab.graph._json import (
+    FLOAT32_MAX,
     count,
     expect_object,
     is_number,
@@ -27,6 +28,8 @@ SOURCES_OF_KIND: dict[Kind, tuple[str, ...]] = {
     Kind.MATRIX: ("data", "random", "fill", "file"),
 }
 ALL_SOURCES = ("data", "value", "random", "fill", "linspace", "file")
+FILE_CHUNK = 1 << 20
+"""Elements of a .npy file checked at a time."""
 
 
 def _extent(
@@ -53,6 +56,9 @@ def _random(
     low = number(raw.get("low", 0.0), f"{path}.low", problems)
     high = number(raw.get("high", 1.0), f"{path}.high", problems)
     if seed is None or low is None or high is None:
+        return shape, None
+    if low > high:
+        problems.append(Problem(f"{path}.high", f"must be at least low ({low:g}), got {high:g}"))
         return shape, None
     return shape, Random(seed, low, high)
 
@@ -133,6 +139,26 @@ def _not_a_file(resolved: Path) -> str | None:
     return None
 
 
+def _first_non_float32(array: Any) -> str | None:
+    """Why the values of a .npy array cannot be float32, or None. Other numeric types are
+    cast (rounded to the nearest float32); NaN, infinity and magnitudes beyond float32 are
+    refused. Read in chunks through the memory map, so a large file is never whole in memory."""
+    if array.dtype.kind in "iu":
+        return None  # every integer numpy has rounds to a finite float32
+    flat = array.reshape(-1)
+    for start in range(0, flat.size, FILE_CHUNK):
+        chunk = np.asarray(flat[start : start + FILE_CHUNK])
+        bad = ~np.isfinite(chunk) | (np.abs(chunk) > FLOAT32_MAX)
+        if bad.any():
+            offset = start + int(np.argmax(bad))
+            index = [int(i) for i in np.unravel_index(offset, array.shape)]
+            return (
+                f"element {index} is {float(flat[offset])!r}; values must be finite and fit "
+                f"float32 (at most {FLOAT32_MAX:.8g} in size)"
+            )
+    return None
+
+
 def _file(
     kind: Kind, raw: Any, path: str, base_dir: Path, problems: list[Problem]
 ) -> tuple[Shape | None, Source | None]:
@@ -163,6 +189,10 @@ def _file(
         return None, None
     if 0 in shape:
         problems.append(Problem(path, f"{raw}: is empty (shape {list(shape)})"))
+        return None, None
+    bad = _first_non_float32(array)
+    if bad is not None:
+        problems.append(Problem(path, f"{raw}: {bad}"))
         return None, None
     return shape, NpyFile(resolved)
 

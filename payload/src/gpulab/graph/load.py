@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -45,10 +46,41 @@ def duplicate_keys(value: Any) -> list[Problem]:
     return sorted(problems, key=lambda problem: problem.path)
 
 
+MAX_GRAPH_BYTES = 256 << 20
+"""The largest graph file read (inline data included): decoding takes several times its size
+in memory, and a larger file is a mistake (the wrong path), not a graph."""
+
+
+def _not_a_graph_file(path: Path) -> str | None:
+    """Why `path` is not read at all, or None: only regular files of a sane size, checked
+    before opening (a FIFO blocks the open, /dev/zero never ends)."""
+    try:
+        status = path.stat()
+    except OSError as exc:
+        return f"cannot read the graph: {exc.strerror or exc}"
+    if stat.S_ISDIR(status.st_mode):
+        return "cannot read the graph: it is a directory"
+    if not stat.S_ISREG(status.st_mode):
+        return "cannot read the graph: not a regular file (a device, FIFO or socket)"
+    if status.st_size > MAX_GRAPH_BYTES:
+        return (
+            f"cannot read the graph: {status.st_size} bytes, more than the "
+            f"{MAX_GRAPH_BYTES >> 20} MiB a graph file may have"
+        )
+    return None
+
+
 def read_json(path: Path) -> Any:
     """The decoded contents of a JSON file (GraphInvalid if unreadable or malformed)."""
+    refused = _not_a_graph_file(path)
+    if refused is not None:
+        raise GraphInvalid([Problem("", refused)])
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as stream:
+            data = stream.read(MAX_GRAPH_BYTES + 1)
+        if len(data) > MAX_GRAPH_BYTES:  # it grew after the check
+            raise GraphInvalid([Problem("", "cannot read the graph: it grew while read")])
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise GraphInvalid([Problem("", f"cannot read the graph: {reason}")]) from None

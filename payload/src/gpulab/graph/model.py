@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,11 @@ class Graph:
     outputs: tuple[str, ...]
     warnings: tuple[Problem, ...] = field(default=())
     source: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @cached_property
+    def output_set(self) -> frozenset[str]:
+        """`outputs` for membership tests (a tuple's would make thousands of outputs quadratic)."""
+        return frozenset(self.outputs)
 
     def shape(self, name: str) -> Shape:
         """The shape of an input or node value."""

@@ -83,7 +83,7 @@ def schedule(graph: Graph) -> Schedule:
             last_use[name] = node_id
     releases: dict[str, list[str]] = {node_id: [] for node_id in order}
     for name, node_id in last_use.items():
-        if name not in graph.outputs:
+        if name not in graph.output_set:
             releases[node_id].append(name)
     peak, peak_after, live = 0, order[0] if order else "", 0
     loaded: set[str] = set()

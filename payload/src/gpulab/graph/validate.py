@@ -181,14 +181,15 @@ class _Checker:
         return tuple(name for name in raw_outputs if isinstance(name, str))
 
     def unused(self, outputs: tuple[str, ...]) -> None:
+        listed = set(outputs)
         read = {
             a.name for n in self.nodes.values() for a in n.inputs.values() if isinstance(a, Ref)
         }
         for name in self.inputs:
-            if name not in read and name not in outputs:
+            if name not in read and name not in listed:
                 self.warnings.append(Problem(f"inputs.{name}", "unused input"))
         for node in self.nodes.values():
-            if node.id not in read and node.id not in outputs:
+            if node.id not in read and node.id not in listed:
                 self.warnings.append(
                     Problem(node.path, "result is not read by any node or output", node.id)
                 )
