@@ -10,13 +10,15 @@ machine safe even if a refusal went missing.
 
 What one machine cannot be, a case fakes through a stand-in, named as such: another
 distribution (facts set in a play of its own before the role's), or another Slurm version
-on a host (a `dpkg-query` that reports it, first on that host's PATH).
+on a host (a `dpkg-query` that reports it, first on that host's PATH), or a clock that is off
+(a `date` or `chronyc` that reports it, the same way).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,9 +42,13 @@ PLAY_HOSTS = {
     "nfs_client": "controller:workers",
     "vulkan": "workers",
     "slurm": "all",
+    "timesync": "all",
 }
 ARG_SPEC_TASK = "Validating arguments against arg spec"
 SECRET_KEY = "c2VjcmV0LW11bmdlLWtleQ=="  # base64 of 16 bytes: too short, and must never be shown
+SECRET_PASSWORD = "s3cret-dbd-"  # the start of every bad slurmdbd password: never shown
+TWO_CONTROLLERS = {"controller": ["controller1", "storage1"], "storage": ["storage1"],
+                   "workers": ["worker1", "worker2"]}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,8 @@ class Case:
     # version a host reports as installed.
     facts: dict[str, dict[str, str]] = field(default_factory=dict)
     slurm_versions: dict[str, str] = field(default_factory=dict)
+    # Commands a host finds first on its PATH: {host: {name: shell script body}}.
+    commands: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 CASES = [
@@ -102,6 +110,34 @@ CASES = [
     Case("slurm-conf-extra-overrides-auth", "slurm",
          {"slurm_conf_extra": {"AuthType": "auth/none"}},
          ("slurm_conf_extra", "AuthType"), "controller1"),
+    # slurmdbd.conf's StoragePass= and slurm.conf's KEY=VALUE words carry no '#', newline or space.
+    Case("slurm-dbd-password-with-hash", "slurm",
+         {"slurm_accounting_enabled": True, "slurm_dbd_db_password": SECRET_PASSWORD + "#rest"},
+         ("controller1", "slurm_dbd_db_password", "'#'", "slurmdbd.conf"), "controller1"),
+    Case("slurm-dbd-password-with-newline", "slurm",
+         {"slurm_accounting_enabled": True,
+          "slurm_dbd_db_password": SECRET_PASSWORD + "\nStorageHost=elsewhere"},
+         ("controller1", "slurm_dbd_db_password", "newline"), "controller1"),
+    Case("slurm-conf-extra-value-with-newline", "slurm",
+         {"slurm_conf_extra": {"MaxJobCount": "1000\nAuthType=auth/none"}},
+         ("slurm_conf_extra", '"MaxJobCount"', "newline", "controller1"), "controller1"),
+    Case("slurm-conf-extra-value-with-a-second-key", "slurm",
+         {"slurm_conf_extra": {"MaxJobCount": "1000 SlurmUser=root"}},
+         ("slurm_conf_extra", '"MaxJobCount"', "one word"), "controller1"),
+    Case("slurm-conf-extra-value-with-hash", "slurm",
+         {"slurm_conf_extra": {"HealthCheckProgram": "/usr/sbin/nhc#x"}},
+         ("slurm_conf_extra", '"HealthCheckProgram"', "'#'"), "controller1"),
+    Case("slurm-conf-extra-key-with-equals", "slurm",
+         {"slurm_conf_extra": {"MaxJobCount=1\nAuthType": "auth/none"}},
+         ("slurm_conf_extra", "MaxJobCount=1\\nAuthType", "letters and digits"), "controller1"),
+    Case("slurm-two-controllers-with-local-state", "slurm", {},
+         ("controller1, storage1", "slurm_state_save_location", "controller mounts", "backup"),
+         "controller1", groups=TWO_CONTROLLERS),
+    Case("slurm-state-location-relative", "slurm", {"slurm_state_save_location": "state"},
+         ("slurm_state_save_location", '"state"', "absolute"), "controller1",
+         groups=TWO_CONTROLLERS),
+    Case("slurm-restart-sec-zero", "slurm", {"slurm_restart_sec": 0},
+         ("slurm_restart_sec (0)", "above 0"), "controller1"),
     Case("slurm-worker-cpus-not-a-number", "slurm", {},
          ("slurm_node_cpus", "int"), "worker2",
          host_vars={"worker2": {"slurm_node_cpus": "many"}}),
@@ -131,6 +167,20 @@ CASES = [
     Case("nfs-client-options-in-one-entry", "nfs_client",
          {"nfs_client_mount_options": ["rw,hard"]},
          ("worker1", "nfs_client_mount_options"), "worker1"),
+    Case("nfs-client-suid-against-nosuid", "nfs_client",
+         {"nfs_client_mount_options": ["rw", "hard", "suid"]},
+         ("worker1", "nfs_client_mount_options", "nfs_client_mount_safety_options", "suid"),
+         "worker1"),
+    # munge
+    Case("munge-restart-sec-zero", "munge", {"munge_restart_sec": 0},
+         ("controller1", "munge_restart_sec 0"), "controller1"),
+    # timesync
+    Case("timesync-offset-beyond-munge", "timesync", {"timesync_max_offset": 600},
+         ("controller1", "timesync_max_offset is 600", "300"), "controller1"),
+    Case("timesync-server-with-newline", "timesync",
+         {"timesync_servers": ["ntp.example.org\nallow all"]},
+         ("worker1", "timesync_servers", '"ntp.example.org\\nallow all"', "one host name"),
+         "worker1"),
     # vulkan
     Case("vulkan-job-user-missing", "vulkan", {"vulkan_job_users": ["no-such-user"]},
          ("worker1", "vulkan_job_users", "no-such-user"), "worker1"),
@@ -252,18 +302,21 @@ def _stand_in_facts(work: Path, cache: Path, case: Case) -> tuple[Path, list[dic
     return own, plays
 
 
-def _stand_in_slurm(work: Path, case: Case) -> dict[str, dict[str, Any]]:
-    """Per host of case.slurm_versions, a Python that puts a dpkg-query reporting that
-    version as installed first on PATH: the host vars that select it."""
-    host_vars: dict[str, dict[str, Any]] = {}
+def _stand_in_commands(work: Path, case: Case) -> dict[str, dict[str, Any]]:
+    """Per host of case.commands (and case.slurm_versions: a dpkg-query reporting that version
+    as installed), a Python that puts those commands first on PATH: the host vars that select it."""
+    commands = {host: dict(scripts) for host, scripts in case.commands.items()}
     for host, version in case.slurm_versions.items():
+        commands.setdefault(host, {})["dpkg-query"] = f"printf 'installed %s' '{version}'"
+    host_vars: dict[str, dict[str, Any]] = {}
+    for host, scripts in commands.items():
         bin_dir = work / f"{STAND_IN}-{host}"
         bin_dir.mkdir()
-        dpkg_query = bin_dir / "dpkg-query"
-        dpkg_query.write_text(f"#!/bin/sh\nprintf 'installed %s' '{version}'\n")
+        for name, body in scripts.items():
+            (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
         python = bin_dir / "python3"
         python.write_text(f'#!/bin/sh\nPATH="{bin_dir}:$PATH" exec "{sys.executable}" "$@"\n')
-        for script in (dpkg_query, python):
+        for script in bin_dir.iterdir():
             script.chmod(0o755)
         host_vars[host] = {"ansible_python_interpreter": str(python)}
     return host_vars
@@ -275,7 +328,7 @@ def _run_playbook(work: Path, cache: Path, plays: list[dict[str, Any]], case: Ca
     if case:
         cache, stand_ins = _stand_in_facts(work, cache, case)
         plays = stand_ins + plays
-        host_vars = host_vars | _stand_in_slurm(work, case)
+        host_vars = host_vars | _stand_in_commands(work, case)
     (work / "hosts.json").write_text(_inventory(groups, host_vars))
     (work / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
     (work / "vars.json").write_text(json.dumps(case.variables if case else GOOD))
@@ -371,6 +424,7 @@ def test_bad_setting_is_refused_before_any_change(case: Case, runs: dict[str, Ru
         assert name.lower() in message.lower(), f"{case.id}: {name!r} not in {message!r}"
     assert "Traceback" not in run.text
     assert SECRET_KEY not in run.text, f"{case.id}: the munge key appeared in the output"
+    assert SECRET_PASSWORD not in run.text, f"{case.id}: the slurmdbd password was shown"
 
 
 def _message(result: dict[str, Any]) -> str:
@@ -410,3 +464,73 @@ def test_vulkan_without_packages_only_checks_what_is_there(
         "install the GPU driver's Vulkan loader and vulkaninfo (vulkan-tools), or set "
         "vulkan_install_packages: true."
     )
+
+
+def _role_tasks_play(role: str, tasks_from: str, hosts: str = "all") -> dict[str, Any]:
+    return {
+        "name": f"{role} {tasks_from}",
+        "hosts": hosts,
+        "gather_facts": False,
+        "tasks": [{"name": f"{role}: {tasks_from}", "ansible.builtin.include_role": {
+            "name": role, "tasks_from": tasks_from, "public": True}}],
+    }  # fmt: skip
+
+
+def test_two_controllers_with_shared_state_pass(fact_cache: Path, tmp_path: Path) -> None:
+    """The refusal of several controllers lifts once their state is on shared storage."""
+    case = Case("two-controllers-shared-state", "slurm",
+                GOOD | {"slurm_state_save_location": "/srv/gpulab/slurmctld"}, (), "controller1",
+                groups=TWO_CONTROLLERS)  # fmt: skip
+    run = _run_playbook(tmp_path, fact_cache, [_role_tasks_play("slurm", "validate.yml")], case)
+    failed = [(name, host, _message(r)) for name, host, r in run.results() if r.get("failed")]
+    assert run.rc == 0 and not failed, failed or run.text[-2000:]
+
+
+def test_nfs_client_mounts_nosuid_nodev(fact_cache: Path, tmp_path: Path) -> None:
+    """The fstab options the mount task writes: the user's, then nosuid and nodev."""
+    case = Case("nfs-fstab-options", "nfs_client", {}, (), "worker1")
+    play = _role_tasks_play("nfs_client", "validate.yml", "worker1")
+    play["tasks"].append({"name": "fstab options", "ansible.builtin.debug": {
+        "msg": "{{ _nfs_client_fstab_options }}"}})  # fmt: skip
+    run = _run_playbook(tmp_path, fact_cache, [play], case)
+    shown = [r["msg"] for name, _, r in run.results() if name == "fstab options"]
+    assert shown == ["rw,hard,noatime,nfsvers=4.2,_netdev,nosuid,nodev"], run.text[-2000:]
+    mount = yaml.safe_load((ROOT / "roles/nfs_client/tasks/mount.yml").read_text())
+    fstab = [t for t in mount if "ansible.posix.mount" in t]
+    assert [t["ansible.posix.mount"]["opts"] for t in fstab] == ["{{ _nfs_client_fstab_options }}"]
+
+
+def test_clocks_off_are_refused_in_one_line(fact_cache: Path, tmp_path: Path) -> None:
+    """timesync's check: storage1's clock 10 min ahead of the reference (controller1), chrony on
+    worker1 reporting 7 min off NTP; worker2, a container, shares its host's clock: its chronyc
+    (as wrong as worker1's) is not asked. Stand-ins for the clocks, real checks."""
+    chronyc = ("echo 'Reference ID    : C0A80001 (ntp.example.org)'; "
+               "echo 'System time     : 423.125000000 seconds slow of NTP time'")  # fmt: skip
+    case = Case("clocks-off", "timesync", {}, (), "storage1",
+                commands={"storage1": {"date": 'echo "$(($(/bin/date +%s) + 600)).000000000"'},
+                          "worker1": {"chronyc": chronyc}, "worker2": {"chronyc": chronyc}},
+                facts={"worker2": {"virtualization_role": "guest",
+                                   "virtualization_type": "podman"}})  # fmt: skip
+    run = _run_playbook(tmp_path, fact_cache, [_role_tasks_play("timesync", "check")], case)
+    failures = {host: _message(r) for _, host, r in run.results() if r.get("failed")}
+    assert run.rc != 0 and set(failures) == {"storage1", "worker1"}, failures or run.text[-3000:]
+    # The stand-in's clock is whole seconds: 599 to 600 s ahead.
+    assert re.match(r"timesync: storage1's clock is 59\d\.\d s or more off controller1's "
+                    r"\(read \+(599|600)\.\d s\)", failures["storage1"]), failures  # fmt: skip
+    assert "timesync_max_offset" in failures["storage1"]
+    assert failures["worker1"].startswith(
+        "timesync: worker1's clock is 423.125000000 seconds slow of NTP time, allowed 60"
+    ), failures
+    asked = {host for name, host, r in run.results()
+             if name.endswith("chrony's offset from NTP") and not r.get("skipped")}  # fmt: skip
+    assert "worker2" not in asked and "worker1" in asked
+    assert "\n" not in failures["storage1"] + failures["worker1"]
+
+
+def test_clocks_that_agree_pass(fact_cache: Path, tmp_path: Path) -> None:
+    """The same check on this machine's one clock: nothing off, nothing changed."""
+    case = Case("clocks-agree", "timesync", {}, (), "controller1")
+    run = _run_playbook(tmp_path, fact_cache, [_role_tasks_play("timesync", "check")], case)
+    failed = [(host, _message(r)) for _, host, r in run.results() if r.get("failed")]
+    assert run.rc == 0 and not failed, failed or run.text[-2000:]
+    assert not [name for name, _, r in run.results() if r.get("changed")]
