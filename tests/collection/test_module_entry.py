@@ -95,15 +95,17 @@ def test_runner_passes_an_argument_list_and_stdin() -> None:
     assert SlurmRunner(module).which("sbatch") is None
 
 
-# The one source of the Slurm client: the wheel ships it as gpulab.submit.slurm_client, the
-# collection a copy that scripts/build-collection.sh makes.
+# The one source of the Slurm client and of the NVIDIA driver reader: the wheel ships them as
+# gpulab modules, the collection copies that scripts/build-collection.sh makes.
 SLURM_CLIENT = REPO / "payload/src/gpulab/submit/slurm_client.py"
+NVIDIA_DRIVER = REPO / "payload/src/gpulab/backends/nvidia_driver.py"
 COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
 
 
-def test_the_collections_slurm_client_is_the_payloads() -> None:
-    copy = COLLECTION / "plugins/module_utils/slurm_client.py"
-    assert copy.read_bytes() == SLURM_CLIENT.read_bytes()
+@pytest.mark.parametrize("source", [SLURM_CLIENT, NVIDIA_DRIVER], ids=lambda p: p.name)
+def test_the_collections_shared_module_utils_are_the_payloads(source: Path) -> None:
+    copy = COLLECTION / "plugins/module_utils" / source.name
+    assert copy.read_bytes() == source.read_bytes()
     ignored = subprocess.run(["git", "check-ignore", "-q", str(copy)], cwd=REPO, check=False)
     assert ignored.returncode == 0, "the copy must stay out of git: edit the payload's file"
 
@@ -164,9 +166,10 @@ def test_build_packs_the_roles_and_the_module(tmp_path: Path) -> None:
     )
     with tarfile.open(tmp_path / "gpulab-cluster-1.0.0.tar.gz") as tarball:
         names = set(tarball.getnames())
-        packed = tarball.extractfile("plugins/module_utils/slurm_client.py")
-        assert packed is not None
-        assert packed.read() == SLURM_CLIENT.read_bytes()
+        for source in (SLURM_CLIENT, NVIDIA_DRIVER):
+            packed = tarball.extractfile(f"plugins/module_utils/{source.name}")
+            assert packed is not None
+            assert packed.read() == source.read_bytes()
     assert {
         "roles/identity/tasks/main.yml",
         "roles/munge/tasks/main.yml",

@@ -144,6 +144,7 @@ def test_lavapipe_is_one_cpu_device_with_features_and_no_device_files() -> None:
             "api_version": "1.3.230",
             "vendor_id": "0x10005",
             "device_id": "0x0000",
+            "uuid": "6d657361-3232-2e33-2e36-000000000000",
             "device_files": [],
             "gres_file": None,
             "gres_type": "llvmpipe",
@@ -195,6 +196,34 @@ def test_shared_nvidia_nodes_are_only_those_present() -> None:
         [],
     ]
     assert [d["gres_file"] for d in found] == ["/dev/nvidia0", None]
+
+
+def nvidia_information(root: Path, minor: int, uuid: str) -> None:
+    """A /proc/driver/nvidia/gpus/<pci>/information file as driver 580 writes it."""
+    gpu = root / f"0000:00:0{6 + minor}.0"
+    gpu.mkdir(parents=True)
+    (gpu / "information").write_text(
+        f"Model: \t\t NVIDIA H200\nGPU UUID: \t GPU-{uuid}\nDevice Minor: \t {minor}\n"
+    )
+
+
+def test_nvidia_gpus_take_the_node_of_their_gpu_uuid(tmp_path: Path) -> None:
+    # The driver numbers the GPUs the other way round from the loader: the UUIDs decide,
+    # as they do when the payload picks the GPU Slurm allocated.
+    nvidia_information(tmp_path, 0, "5d7e2a91-0c3f-4b68-a2d4-7e9f1b3c6a05")
+    nvidia_information(tmp_path, 1, "3a1f0c52-8e4b-7d21-9c6e-0b5d2f7a4e13")
+    given = params(nvidia_gpus_dir=str(tmp_path))
+    found = devices(probe(given, vulkaninfo(H200X2, H200X2_FULL), NVIDIA_NODES, tegra=False))
+    assert [(d["uuid"], d["gres_file"]) for d in found] == [
+        ("3a1f0c52-8e4b-7d21-9c6e-0b5d2f7a4e13", "/dev/nvidia1"),
+        ("5d7e2a91-0c3f-4b68-a2d4-7e9f1b3c6a05", "/dev/nvidia0"),
+    ]
+
+
+def test_without_the_drivers_information_nvidia_gpus_take_nodes_in_order(tmp_path: Path) -> None:
+    given = params(nvidia_gpus_dir=str(tmp_path / "absent"))
+    found = devices(probe(given, vulkaninfo(H200X2, H200X2_FULL), NVIDIA_NODES, tegra=False))
+    assert [d["gres_file"] for d in found] == ["/dev/nvidia0", "/dev/nvidia1"]
 
 
 def test_nvidia_gpus_and_lavapipe_in_order() -> None:

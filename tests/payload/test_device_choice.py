@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 from gpulab.backends.device_choice import choose_device, decide
-from gpulab.backends.gpu_files import HostFiles, match_file, parse_nvidia_information
+from gpulab.backends.gpu_files import HostFiles, match_file
+from gpulab.backends.nvidia_driver import parse_nvidia_information
 from gpulab.backends.slurm_gpus import SlurmGpus
 from gpulab.vk import DeviceInfo, Instance
 

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpulab.backends.nvidia_driver import NVIDIA_GPUS, gpu_uuid, nvidia_gpus
 from gpulab.vk import DeviceInfo
 
 NVIDIA_VENDOR_ID = 0x10DE
-NVIDIA_GPUS = "/proc/driver/nvidia/gpus"
 TEGRA_GPU_NODES = ("/dev/nvgpu/igpu0/ctrl", "/dev/nvhost-ctrl-gpu")
 """A Tegra GPU's own node (L4T r36, then older releases), as gres.conf names it."""
 
@@ -39,16 +39,6 @@ class FileMatch:
     how: str
 
 
-def parse_nvidia_information(text: str) -> dict[str, str]:
-    """`Key: value` lines of /proc/driver/nvidia/gpus/<pci>/information."""
-    fields = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            fields[key.strip()] = value.strip()
-    return fields
-
-
 class HostFiles:
     """The driver files of this host, read under `root` (tests point it at a recorded tree)."""
 
@@ -61,14 +51,7 @@ class HostFiles:
 
     def nvidia_gpu(self, minor: int) -> dict[str, str] | None:
         """The information file's fields of the NVIDIA GPU with this device minor."""
-        for information in sorted(self.path(NVIDIA_GPUS).glob("*/information")):
-            try:
-                fields = parse_nvidia_information(information.read_text())
-            except OSError:
-                continue
-            if fields.get("Device Minor") == str(minor):
-                return fields
-        return None
+        return nvidia_gpus(self.path(NVIDIA_GPUS)).get(minor)
 
     def char_device(self, file: str) -> tuple[int, int] | None:
         """(major, minor) of a character device file, None when it is not one."""
@@ -119,7 +102,7 @@ def _nvidia(file: str, minor: int, infos: Sequence[DeviceInfo], host: HostFiles)
     fields = host.nvidia_gpu(minor)
     if fields is None:
         return FileMatch(file, None, f"no {NVIDIA_GPUS}/*/information has Device Minor {minor}")
-    uuid = fields.get("GPU UUID", "").lower().removeprefix("gpu-")
+    uuid = gpu_uuid(fields)
     by_uuid = [info for info in infos if uuid and info.uuid == uuid]
     if by_uuid:
         return _one(file, by_uuid, f"GPU UUID {uuid}", "")

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 # VkPhysicalDeviceType as vulkaninfo prints it -> the contract's short names.
@@ -111,6 +111,7 @@ def _describe(raw: dict[str, str]) -> dict[str, Any]:
         "api_version": api_version(raw.get("apiVersion", "")),
         "vendor_id": raw.get("vendorID", ""),
         "device_id": raw.get("deviceID", ""),
+        "uuid": raw.get("deviceUUID", "").lower(),
         "device_files": [],
         "gres_file": None,
         "gres_type": gres_type(name),
@@ -144,20 +145,24 @@ def assign_device_files(
     dev_paths: Iterable[str],
     tegra: bool,
     details: dict[int, dict[str, str]],
+    nvidia_uuids: Mapping[str, str] | None = None,
 ) -> None:
     """Give each GPU the device nodes a job needs (device_files) and the one that stands
     for it in gres.conf (gres_file, first of device_files).
 
-    NVIDIA's discrete GPUs take /dev/nvidiaN in enumeration order plus the driver's shared
-    nodes; the integrated GPU of a Tegra host (L4T) takes nvmap, nvhost-* and nvgpu/igpu0/*;
-    other GPUs take the render node their VK_EXT_physical_device_drm names (renderMinor in
-    details), else the next /dev/dri/renderD* in order. CPU devices (lavapipe) have no
-    device file, so they never become Slurm GRES. vulkaninfo prints no minor number for
-    NVIDIA's nodes: their order is the loader's, which follows the kernel's on
-    single-vendor nodes.
+    NVIDIA's discrete GPUs take the /dev/nvidiaN whose GPU UUID (nvidia_uuids, from the
+    driver's /proc information, see module_utils/nvidia_driver.py) is their deviceUUID, the
+    way gpulab's payload matches them; where the driver's information is not visible, the
+    remaining /dev/nvidiaN in enumeration order; plus the driver's shared nodes. The
+    integrated GPU of a Tegra host (L4T) takes nvmap, nvhost-* and nvgpu/igpu0/*; other GPUs
+    take the render node their VK_EXT_physical_device_drm names (renderMinor in details),
+    else the next /dev/dri/renderD* in order. CPU devices (lavapipe) have no device file,
+    so they never become Slurm GRES.
     """
     paths = sorted(set(dev_paths))
-    nvidia = _numbered(paths, _NVIDIA_NODE)
+    by_uuid = {uuid: node for node, uuid in (nvidia_uuids or {}).items() if uuid and node in paths}
+    own = {d["index"]: by_uuid[d["uuid"]] for d in devices if d.get("uuid") in by_uuid}
+    nvidia = [node for node in _numbered(paths, _NVIDIA_NODE) if node not in own.values()]
     render = _numbered(paths, _RENDER_NODE)
     named = {index: _named_render_node(detail) for index, detail in details.items()}
     render = [node for node in render if node not in named.values()]
@@ -168,7 +173,8 @@ def assign_device_files(
             if tegra and device["type"] == "integrated":
                 files = _tegra_files(paths)
             else:
-                files = [nvidia.pop(0)] if nvidia else []
+                node = own.get(device["index"]) or (nvidia.pop(0) if nvidia else None)
+                files = [node] if node else []
                 files += [p for p in NVIDIA_SHARED_FILES if files and p in paths]
         elif named.get(device["index"]) in paths:
             files = [named[device["index"]]]

@@ -16,11 +16,13 @@ description:
   - Runs C(vulkaninfo --summary) (from vulkan-tools) and returns each Vulkan device it lists
     as the fact C(gpulab_vulkan_devices); then C(vulkaninfo) for the full text, which alone
     tells the subgroup size and shaderFloat64 behind each device's C(features).
-  - Each GPU gets the device files a job needs to use it and the one of them that stands for it
-    in Slurm's gres.conf, that is C(/dev/nvidiaN) plus the shared C(/dev/nvidiactl), C(/dev/nvidia-uvm), ...
-    for NVIDIA's discrete GPUs; C(/dev/nvmap), C(/dev/nvhost-*) and C(/dev/nvgpu/igpu0/*) for the
-    integrated GPU of an L4T (Jetson) host, standing for it C(/dev/nvgpu/igpu0/ctrl), or
-    C(/dev/nvhost-ctrl-gpu) before L4T r36; a C(/dev/dri/renderD*) node for any other GPU.
+  - Each GPU gets the device files a job needs to use it and the one of them that stands
+    for it in Slurm's gres.conf, that is C(/dev/nvidiaN) plus the shared C(/dev/nvidiactl),
+    C(/dev/nvidia-uvm), ... for NVIDIA's discrete GPUs (paired by GPU UUID through the
+    driver's O(nvidia_gpus_dir), as the gpulab payload pairs them in a job; in enumeration
+    order where that is not visible); C(/dev/nvmap), C(/dev/nvhost-*) and C(/dev/nvgpu/igpu0/*)
+    for the integrated GPU of an L4T (Jetson) host, standing for it C(/dev/nvgpu/igpu0/ctrl),
+    or C(/dev/nvhost-ctrl-gpu) before L4T r36; a C(/dev/dri/renderD*) node for any other GPU.
     CPU devices such as lavapipe have none.
   - Reports absent (an empty list and a RV(reason)), never a failure, when vulkaninfo,
     the Vulkan loader or any driver is missing. When only the full text fails, the devices
@@ -41,6 +43,12 @@ options:
     description: The file whose presence marks an L4T (Jetson) host.
     type: path
     default: /etc/nv_tegra_release
+  nvidia_gpus_dir:
+    description:
+      - Where NVIDIA's driver describes each GPU, C(<pci>/information) with its device minor
+        and GPU UUID.
+    type: path
+    default: /proc/driver/nvidia/gpus
 attributes:
   check_mode:
     support: full
@@ -81,6 +89,10 @@ ansible_facts:
         api_version: {description: Vulkan API version of the device., type: str, sample: 1.3.230}
         vendor_id: {description: PCI vendor (or Khronos vendor) id., type: str, sample: "0x10005"}
         device_id: {description: Device id., type: str, sample: "0x0000"}
+        uuid:
+          description: deviceUUID, lowercase; for NVIDIA's GPUs the GPU UUID.
+          type: str
+          sample: 286a8de3-d1a4-7f52-bb3d-100d5c5aab3f
         device_files:
           description:
             - Every device node a job needs for this device, C(gres_file)
@@ -119,9 +131,13 @@ reason:
 
 import glob
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpulab.cluster.plugins.module_utils.nvidia_driver import (
+    gpu_uuid,
+    nvidia_gpus,
+)
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_runner import (
     CommandResult,
     Runner,
@@ -138,6 +154,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "vulkaninfo": {"type": "str", "default": "vulkaninfo"},
     "dev_dir": {"type": "path", "default": "/dev"},
     "tegra_release": {"type": "path", "default": "/etc/nv_tegra_release"},
+    "nvidia_gpus_dir": {"type": "path", "default": "/proc/driver/nvidia/gpus"},
 }
 # GPU device nodes, relative to dev_dir: NVIDIA's, DRM render nodes, Tegra's.
 DEVICE_NODE_GLOBS = ("nvidia*", "dri/renderD*", "nvmap", "nvhost-*", "nvgpu/igpu0/*")
@@ -152,12 +169,21 @@ def device_nodes(dev_dir: str) -> list[str]:
     return ["/dev/" + os.path.relpath(path, dev_dir) for path in found if not os.path.isdir(path)]
 
 
+class HostNodes(NamedTuple):
+    """What the host tells about its GPU nodes: the nodes (named as under /dev), whether it
+    is an L4T host, and the GPU UUID behind each /dev/nvidiaN (empty without NVIDIA's driver)."""
+
+    nodes: list[str]
+    tegra: bool
+    nvidia_uuids: dict[str, str]
+
+
 def _last_line(result: CommandResult) -> str:
     return ((result.stderr.strip() or result.stdout.strip()).splitlines()[-1:] or [""])[0]
 
 
 def read_devices(
-    command: str, runner: Runner, nodes: list[str], tegra: bool
+    command: str, runner: Runner, host: HostNodes
 ) -> tuple[list[dict[str, Any]], str, list[str]]:
     """The devices, why there are none, and warnings."""
     summary = runner.run([command, "--summary"])
@@ -173,15 +199,15 @@ def read_devices(
     full = runner.run([command])
     if full.rc != 0:
         warning = f"vulkaninfo (full text) exited {full.rc}: no subgroup or fp64 features"
-        return _finish(devices, {}, nodes, tegra), "", [f"{warning}: {_last_line(full)}"]
-    return _finish(devices, parse_details(full.stdout), nodes, tegra), "", []
+        return _finish(devices, {}, host), "", [f"{warning}: {_last_line(full)}"]
+    return _finish(devices, parse_details(full.stdout), host), "", []
 
 
 def _finish(
-    devices: list[dict[str, Any]], details: dict[int, dict[str, str]], nodes: list[str], tegra: bool
+    devices: list[dict[str, Any]], details: dict[int, dict[str, str]], host: HostNodes
 ) -> list[dict[str, Any]]:
     add_features(devices, details)
-    assign_device_files(devices, nodes, tegra, details)
+    assign_device_files(devices, host.nodes, host.tegra, details, host.nvidia_uuids)
     return devices
 
 
@@ -193,7 +219,12 @@ def probe(params: dict[str, Any], runner: Runner, nodes: list[str], tegra: bool)
     if command is None:
         reason = f"{params['vulkaninfo']} is not installed (package vulkan-tools)"
     else:
-        devices, reason, warnings = read_devices(command, runner, nodes, tegra)
+        uuids = {
+            f"/dev/nvidia{minor}": gpu_uuid(fields)
+            for minor, fields in nvidia_gpus(params["nvidia_gpus_dir"]).items()
+        }
+        host = HostNodes(nodes, tegra, uuids)
+        devices, reason, warnings = read_devices(command, runner, host)
     return {
         "changed": False,
         "reason": reason,
