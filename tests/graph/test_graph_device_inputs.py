@@ -225,3 +225,18 @@ def test_gpulab_run_reports_inputs(tmp_path: Path) -> None:
     cpu = subprocess_cli("run", str(EXAMPLES / "saxpy_norm.json"), "--backend", "cpu")
     assert cpu.returncode == 0, cpu.stderr
     assert json.loads(cpu.stdout)["inputs"]["x"] == {"source": "random", "made_on": "host"}
+
+
+@needs_vulkan
+def test_a_replayed_recording_reads_the_file_of_this_run(tmp_path: Path) -> None:
+    first, second = tmp_path / "one", tmp_path / "two"
+    first.mkdir()
+    second.mkdir()
+    arrays = [np.full(512, 1.5, dtype=np.float32), np.arange(512, dtype=np.float32)]
+    paths = [npy_graph(first, arrays[0]), npy_graph(second, arrays[1])]
+    with Runner("vulkan") as runner:
+        for path, array in zip([*paths, paths[0]], [*arrays, arrays[0]], strict=True):
+            assert_bitwise(runner.run(load_graph(path)).outputs["s"], array, str(path))
+        executor = runner.executor("vulkan")
+        assert isinstance(executor, VulkanExecutor)
+        assert executor.recorded == 1
