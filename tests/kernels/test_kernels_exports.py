@@ -10,13 +10,17 @@ def test_public_names_are_pinned() -> None:
         [
             "EXTRA_OPS",
             "REDUCTIONS",
+            "Constant",
             "DeviceArray",
             "Geometry",
             "Input",
             "Kernels",
             "OwnedArray",
+            "Pattern",
+            "Ramp",
             "Recorded",
             "Scratch",
+            "Uniform",
         ]
     )
     for name in gpulab.kernels.__all__:

@@ -34,6 +34,15 @@ def vector_sum(n: int, backend: str | None = None) -> dict[str, Any]:
     }
 
 
+def uploaded_sum(n: int) -> dict[str, Any]:
+    """vector_sum whose input is also read on cpu: made on the host and uploaded through
+    staging memory (an input only Vulkan reads is generated on the device instead)."""
+    graph = vector_sum(n)
+    graph["nodes"].append({"id": "c", "op": "sum", "inputs": {"x": "x"}, "backend": "cpu"})
+    graph["outputs"].append("c")
+    return graph
+
+
 def test_a_value_larger_than_the_budget_is_exit_4_before_any_allocation(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -51,7 +60,7 @@ def test_running_out_while_allocating_is_exit_4_naming_the_heap(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Each value fits the 6 MiB, the value and its staging buffer together do not.
-    path = write_graph(tmp_path, vector_sum(MIB))
+    path = write_graph(tmp_path, uploaded_sum(MIB))
     code, out, err = cli(capsys, "run", str(path), "--backend", "vulkan", "--memory-budget", "6M")
     assert (code, out) == (4, "")
     assert err.startswith("gpulab: run failed: out of device memory: ")
@@ -123,7 +132,7 @@ def test_a_node_pinned_to_vulkan_does_not_fall_back(
 
 
 def test_memory_is_released_after_running_out(tmp_path: Path) -> None:
-    big = load_graph(vector_sum(MIB))
+    big = load_graph(uploaded_sum(MIB))
     small = load_graph(vector_sum(1024))
     with Runner("vulkan", memory_budget=6 * MIB) as runner:
         with pytest.raises(OutOfMemoryError):

@@ -66,6 +66,8 @@ class SegmentRun:
     times_ms: dict[str, float]
     timer: str = "host"
     details: dict[str, Any] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
+    """Milliseconds by phase: inputs_ms, upload_ms, record_ms, gpu_ms, readback_ms."""
 
 
 class OperationExecutor(abc.ABC):

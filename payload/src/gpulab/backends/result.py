@@ -106,6 +106,9 @@ class Result:
     warnings: list[str] = field(default_factory=list)
     comparison: dict[str, Any] | None = None
     fallback: dict[str, str] | None = None
+    inputs: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Where each input was made: source, made_on (device or host), and the reason when
+    one the device could have made was made on the host (backends/inputs.py)."""
     host: str = field(default_factory=socket.gethostname)
     slurm: dict[str, Any] | None = field(default_factory=slurm_info)
 
@@ -140,6 +143,7 @@ class Result:
             ],
             "timing": {"total_ms": self.total_ms},
             "transfers": self.transfers,
+            "inputs": self.inputs,
             "host": self.host,
             "gpulab_version": __version__,
             "warnings": self.warnings,

@@ -12,11 +12,20 @@ import numpy as np
 
 from gpulab.backends.base import FloatArray, OperationExecutor, Segment, SegmentRun
 from gpulab.backends.device_choice import DeviceChoice, choose_device
+from gpulab.backends.inputs import plan_inputs
 from gpulab.backends.result import NodeRecord, Result
 from gpulab.backends.select import open_executor, resolve
 from gpulab.backends.slurm_gpus import read_allocation
 from gpulab.backends.vulkan import VulkanExecutor
-from gpulab.graph import Graph, MemoryLimit, Node, available_memory, materialize, schedule
+from gpulab.graph import (
+    Graph,
+    GraphInput,
+    MemoryLimit,
+    Node,
+    available_memory,
+    materialize,
+    schedule,
+)
 from gpulab.ops import NumericalError
 
 COMPARE_RTOL = 1e-3
@@ -92,10 +101,10 @@ class Runner:
         return None if self._choice is None else self._choice.warning
 
     def memory_limit(self) -> MemoryLimit:
-        """What a graph may hold at once to run here: the host memory available now (every
-        value is made on the host, and cpu runs there). A graph that fits the host but not
-        the device is valid: on Vulkan that is an out-of-memory failure (exit 4), under
-        `auto` a fall back to cpu."""
+        """What a graph may hold at once to run here: the host memory available now (values
+        are made on the host unless only the Vulkan device reads them, and cpu runs there).
+        A graph that fits the host but not the device is valid: on Vulkan that is an
+        out-of-memory failure (exit 4), under `auto` a fall back to cpu."""
         return available_memory()
 
     def executor(self, backend: str) -> OperationExecutor:
@@ -142,17 +151,20 @@ class Runner:
             executor = self.executor(where)  # every backend is available before any work
             if isinstance(executor, VulkanExecutor):
                 executor.check_fits(segment)  # and every value fits its device
+        plan = plan_inputs(graph, segments, self._cannot_generate)
         host: dict[str, FloatArray] = {}
         producer: dict[str, str] = {}
         records: list[NodeRecord] = []
         transfers: list[dict[str, str]] = []
         for index, (where, segment) in enumerate(segments):
+            made = plan.made_by(segment) if where == "vulkan" else {}
+            inputs_ms = self._materialize(graph, segment, made, host)
             for name in segment.reads:
-                if name in graph.inputs and name not in host:
-                    host[name] = materialize(graph.inputs[name])
-                elif name in producer and producer[name] != where:
+                if name in producer and producer[name] != where:
                     transfers.append({"value": name, "from": producer[name], "to": where})
-            done = self.executor(where).execute(segment, host)
+            done = self._execute(where, segment, host, made)
+            if inputs_ms:
+                done.phases["inputs_ms"] = done.phases.get("inputs_ms", 0.0) + inputs_ms
             self._check_finite(segment, done)
             host.update(done.values)
             producer.update(dict.fromkeys(done.values, where))
@@ -175,11 +187,43 @@ class Runner:
             memory=self.executor("vulkan").memory_stats() if ran_vulkan else None,
             warnings=[str(w) for w in graph.warnings],
             fallback=self.fallback,
+            inputs=plan.report,
         )
         gpus = self._slurm_gpus()
         if result.slurm is not None and gpus is not None:
             result.slurm["gpus"] = gpus
         return result
+
+    @staticmethod
+    def _materialize(
+        graph: Graph, segment: Segment, made: Mapping[str, GraphInput], host: dict[str, FloatArray]
+    ) -> float:
+        """Make on the host the inputs `segment` reads that are neither there yet nor made
+        by its executor; the milliseconds it took."""
+        start = time.perf_counter()
+        for name in segment.reads:
+            if name in graph.inputs and name not in host and name not in made:
+                host[name] = materialize(graph.inputs[name])
+        return (time.perf_counter() - start) * 1e3
+
+    def _execute(
+        self,
+        where: str,
+        segment: Segment,
+        host: Mapping[str, FloatArray],
+        made: Mapping[str, GraphInput],
+    ) -> SegmentRun:
+        executor = self.executor(where)
+        if made and isinstance(executor, VulkanExecutor):
+            return executor.execute(segment, host, made)
+        return executor.execute(segment, host)
+
+    def _cannot_generate(self, spec: GraphInput) -> str | None:
+        """Why the Vulkan device cannot generate `spec` (asked only when Vulkan reads it)."""
+        executor = self.executor("vulkan")
+        if isinstance(executor, VulkanExecutor):
+            return executor.cannot_generate(spec)
+        return f"the {executor.name} executor generates no inputs"
 
     def _device(self, executor: OperationExecutor) -> dict[str, Any]:
         """The executor's device, and for Vulkan what chose it."""

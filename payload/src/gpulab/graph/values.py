@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import numpy.typing as npt
 
@@ -23,6 +25,39 @@ def _uniform(source: Random, shape: tuple[int, ...]) -> FloatArray:
     return values
 
 
+def read_npy_into(path: Path, out: FloatArray) -> None:
+    """The float32 values of a .npy file written into `out` (C-contiguous, of its shape):
+    read straight from the file where it holds C-ordered float32, cast through a memory map
+    otherwise, never through an array of its own (`out` may be memory a device copies from)."""
+    mapped = np.load(path, mmap_mode="r", allow_pickle=False)
+    if mapped.shape != out.shape or not out.flags.c_contiguous:
+        raise ValueError(f"{path}: holds shape {mapped.shape}, expected {out.shape}")
+    if mapped.dtype != np.float32 or not mapped.flags.c_contiguous:
+        np.copyto(out, mapped, casting="unsafe")
+        return
+    offset = int(mapped.offset)
+    del mapped
+    target = out.reshape(-1).view(np.uint8).data
+    with path.open("rb") as stream:
+        stream.seek(offset)
+        done = 0
+        while done < target.nbytes:
+            count = stream.readinto(target[done:])
+            if not count:
+                raise ValueError(f"{path}: ends after {done} of {target.nbytes} data bytes")
+            done += count
+
+
+def source_name(spec: GraphInput) -> str:
+    """Where an input comes from, as the result names it: random, fill, linspace, file,
+    data or value (a scalar)."""
+    source = spec.source
+    if isinstance(source, Data):
+        return "value" if spec.shape == () else "data"
+    names = {Random: "random", Fill: "fill", Linspace: "linspace", NpyFile: "file"}
+    return names[type(source)]
+
+
 def materialize(spec: GraphInput) -> FloatArray:
     """The value of one input, generated or read now; its shape is `spec.shape`."""
     source = spec.source
@@ -33,7 +68,9 @@ def materialize(spec: GraphInput) -> FloatArray:
     if isinstance(source, Linspace):
         return np.linspace(source.start, source.stop, spec.shape[0]).astype(np.float32)
     if isinstance(source, NpyFile):
-        return np.ascontiguousarray(np.load(source.path, allow_pickle=False), dtype=np.float32)
+        values = np.empty(spec.shape, dtype=np.float32)
+        read_npy_into(source.path, values)
+        return values
     if isinstance(source, Data):
         return np.asarray(source.values, dtype=np.float32).reshape(spec.shape)
     raise TypeError(f"unknown source {source!r}")

@@ -2,22 +2,28 @@
 
 `Kernels(device)` makes pipelines lazily (specialized to the device's limits) and records ops
 into command buffers (`record`), or runs one op on numpy data (`run`). `DeviceArray` names a
-float32 array in a device buffer.
+float32 array in a device buffer. `Kernels.generate` makes graph inputs on the device
+(`Uniform`, `Ramp`, `Constant`: bit for bit what numpy makes).
 """
 
 from gpulab.kernels._recording import REDUCTIONS, Input, Scratch
 from gpulab.kernels.array import DeviceArray, OwnedArray
+from gpulab.kernels.generate import Constant, Pattern, Ramp, Uniform
 from gpulab.kernels.pipelines import Geometry
 from gpulab.kernels.recorder import EXTRA_OPS, Kernels, Recorded
 
 __all__ = [
     "EXTRA_OPS",
     "REDUCTIONS",
+    "Constant",
     "DeviceArray",
     "Geometry",
     "Input",
     "Kernels",
     "OwnedArray",
+    "Pattern",
+    "Ramp",
     "Recorded",
     "Scratch",
+    "Uniform",
 ]

@@ -21,8 +21,9 @@ from gpulab.vk import (
     ShaderModule,
 )
 
-PUSH_CONSTANT_BYTES = 32
-"""One push-constant range for every kernel (the largest, jacobi's, takes 20 bytes)."""
+PUSH_CONSTANT_BYTES = 64
+"""One push-constant range for every kernel (the largest, uniform's, takes 52 bytes; every
+device offers at least 128)."""
 _PREFERRED_WORKGROUP = 256
 _MATMUL_WORK = 4  # outputs per invocation along each dimension (matmul.comp's WORK)
 _MATMUL_DEPTH = 16

@@ -11,6 +11,7 @@ import numpy as np
 
 from gpulab.kernels._recording import Input, Recording, Scratch
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray, OwnedArray
+from gpulab.kernels.generate import Pattern, record_pattern, unsupported
 from gpulab.kernels.pipelines import Geometry, PipelineCatalog, geometry
 from gpulab.ops.spec import OPS, result_shape
 from gpulab.vk import CommandBuffer, CommandPool, Device, Fence
@@ -74,6 +75,18 @@ class Kernels:
         recording = Recording(self._catalog, cmd, scratch, self._alignment)
         status = recording.op(op, inputs, out, options)
         return Recorded(recording.dispatches, status)
+
+    def generate(self, cmd: CommandBuffer, pattern: Pattern, out: DeviceArray) -> None:
+        """Append the dispatches that fill `out` with `pattern` (see gpulab.kernels.generate),
+        then a compute->compute barrier. Check `cannot_generate` first."""
+        problem = self.cannot_generate(pattern, out.size)
+        if problem is not None:
+            raise ValueError(f"cannot generate {pattern!r} here: {problem}")
+        record_pattern(Recording(self._catalog, cmd, None, self._alignment), pattern, out)
+
+    def cannot_generate(self, pattern: Pattern, count: int) -> str | None:
+        """Why this device cannot make `pattern` over `count` elements bit for bit, or None."""
+        return unsupported(pattern, self.device.features, count)
 
     def run(self, op: str, **arguments: Any) -> Any:
         """`op` on numpy inputs (and params, by name): the result as numpy (np.float32 for

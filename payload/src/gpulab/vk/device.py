@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 OPTIONAL_EXTENSIONS = ("VK_EXT_external_memory_host",)
 """Enabled whenever the device offers them (the Stager can then import host arrays)."""
+OPTIONAL_FEATURES = ("shaderInt64", "shaderFloat64")
+"""Core features enabled whenever the device offers them (inputs generated on the device)."""
 
 
 def device_extensions(physical_device: PhysicalDevice) -> set[str]:
@@ -29,8 +31,9 @@ def device_extensions(physical_device: PhysicalDevice) -> set[str]:
 class Device(VkObject):
     """A VkDevice with one queue of the physical device's compute family.
 
-    `extensions` lists the OPTIONAL_EXTENSIONS that were found and enabled. Closing the
-    device waits for it to go idle, then closes every object made on it.
+    `extensions` lists the OPTIONAL_EXTENSIONS that were found and enabled, `features` the
+    OPTIONAL_FEATURES. Closing the device waits for it to go idle, then closes every object
+    made on it.
     """
 
     def __init__(self, physical_device: PhysicalDevice, queue_family: int | None = None) -> None:
@@ -41,11 +44,16 @@ class Device(VkObject):
         )
         offered = device_extensions(physical_device)
         self.extensions = tuple(name for name in OPTIONAL_EXTENSIONS if name in offered)
+        supported = vk.vkGetPhysicalDeviceFeatures(physical_device.raw)
+        self.features = tuple(name for name in OPTIONAL_FEATURES if getattr(supported, name))
+        """The OPTIONAL_FEATURES that were found and enabled."""
+        features = vk.VkPhysicalDeviceFeatures(**dict.fromkeys(self.features, 1))
         create_info = vk.VkDeviceCreateInfo(
             queueCreateInfoCount=1,
             pQueueCreateInfos=[queue_info],
             enabledExtensionCount=len(self.extensions),
             ppEnabledExtensionNames=list(self.extensions) or None,
+            pEnabledFeatures=features,
         )
         raw = vk.vkCreateDevice(physical_device.raw, create_info, None)
         self._own(raw, functools.partial(vk.vkDestroyDevice, raw, None), physical_device)
