@@ -20,17 +20,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gpulab.backends.errors import BackendUnavailable, ExecutionFailed
 from gpulab.graph import Graph, Node
 
+# The errors are re-exported: an executor imports its whole interface from here.
+__all__ = [
+    "BackendUnavailable",
+    "ExecutionFailed",
+    "FloatArray",
+    "OperationExecutor",
+    "Segment",
+    "SegmentRun",
+]
+
 FloatArray = npt.NDArray[np.float32]
-
-
-class BackendUnavailable(RuntimeError):
-    """The requested backend or device cannot run here (exit 3)."""
-
-
-class ExecutionFailed(RuntimeError):
-    """A backend failed while running (device out of memory, device lost; exit 4)."""
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,9 @@ import numpy as np
 
 from gpulab._version import __version__
 from gpulab.backends.base import FloatArray
+from gpulab.backends.result_file import DATA_LIMIT
 
 RESULT_VERSION = 1
-DATA_LIMIT = 65536
-"""Outputs with more elements than this carry only their summary unless `full` is asked."""
 
 
 def _finite(value: float) -> float | None:

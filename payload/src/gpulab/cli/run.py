@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gpulab.backends import BACKENDS, Runner, prepare_output, write_result
+from gpulab.backends import BACKENDS
+from gpulab.backends.names import BACKEND_NAMES
 from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME
 from gpulab.cli.graph_errors import guarded, say, warn
 from gpulab.graph import load_graph
@@ -58,7 +59,7 @@ def add_parser(commands: Any, device_index: Any) -> None:
     )
     parser.add_argument(
         "--compare",
-        choices=("cpu", "native", "vulkan"),
+        choices=BACKEND_NAMES,
         help="run again on this backend and report the largest relative error per output",
     )
     parser.add_argument(
@@ -73,6 +74,9 @@ def add_parser(commands: Any, device_index: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # Imported here: the runner loads numpy and the backends, which --help need not pay for.
+    from gpulab.backends import Runner, prepare_output, write_result  # noqa: PLC0415
+
     budget = _budget(args)
     with Runner(args.backend, args.device, budget) as runner:
         graph = load_graph(args.graph, limit=runner.memory_limit())
