@@ -25,6 +25,7 @@ from gpulab.graph import Graph, Node
 
 # The errors are re-exported: an executor imports its whole interface from here.
 __all__ = [
+    "RUN_PHASES",
     "BackendUnavailable",
     "ExecutionFailed",
     "FloatArray",
@@ -34,6 +35,10 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float32]
+RUN_PHASES = ("inputs_ms", "upload_ms", "record_ms", "gpu_ms", "readback_ms")
+"""Where a run's time goes, in order: inputs made, uploaded, commands recorded, the device's
+own time (GPU timestamps where it has them), results read back. Disjoint, so their sum is at
+most the run's total."""
 
 
 @dataclass(frozen=True)
@@ -63,12 +68,14 @@ class Segment:
 
 @dataclass
 class SegmentRun:
-    """What a segment produced: the exported values and each node's time."""
+    """What a segment produced: the exported values, each node's time, and where the
+    segment's time went (`phases`: milliseconds under the keys of RUN_PHASES that apply)."""
 
     values: dict[str, FloatArray]
     times_ms: dict[str, float]
     timer: str = "host"
     details: dict[str, Any] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 class OperationExecutor(abc.ABC):

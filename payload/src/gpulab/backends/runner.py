@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from gpulab.backends.base import FloatArray, OperationExecutor, Segment, SegmentRun
+from gpulab.backends.base import RUN_PHASES, FloatArray, OperationExecutor, Segment, SegmentRun
 from gpulab.backends.device_choice import DeviceChoice, choose_device
 from gpulab.backends.result import NodeRecord, Result
 from gpulab.backends.select import open_executor, resolve
@@ -146,13 +146,18 @@ class Runner:
         producer: dict[str, str] = {}
         records: list[NodeRecord] = []
         transfers: list[dict[str, str]] = []
+        phases = dict.fromkeys(RUN_PHASES, 0.0)
         for index, (where, segment) in enumerate(segments):
             for name in segment.reads:
                 if name in graph.inputs and name not in host:
+                    made = time.perf_counter()
                     host[name] = materialize(graph.inputs[name])
+                    phases["inputs_ms"] += (time.perf_counter() - made) * 1e3
                 elif name in producer and producer[name] != where:
                     transfers.append({"value": name, "from": producer[name], "to": where})
             done = self.executor(where).execute(segment, host)
+            for phase, ms in done.phases.items():
+                phases[phase] += ms
             self._check_finite(segment, done)
             host.update(done.values)
             producer.update(dict.fromkeys(done.values, where))
@@ -175,6 +180,7 @@ class Runner:
             memory=self.executor("vulkan").memory_stats() if ran_vulkan else None,
             warnings=[str(w) for w in graph.warnings],
             fallback=self.fallback,
+            phases=phases,
         )
         gpus = self._slurm_gpus()
         if result.slurm is not None and gpus is not None:

@@ -164,14 +164,16 @@ class _Recording:
 
     def run(self, values: Mapping[str, FloatArray]) -> SegmentRun:
         executor = self.executor
+        start = time.perf_counter()
         for name in self.segment.reads:
             data = np.ascontiguousarray(values[name], dtype=np.float32)
             executor.stager.upload(data, self.held[name])
-        start = time.perf_counter()
+        submitted = time.perf_counter()
         executor.device_object.submit(self.command, executor.fence)
         executor.fence.wait()
         executor.fence.reset()
-        wall_ms = (time.perf_counter() - start) * 1e3
+        finished = time.perf_counter()
+        wall_ms = (finished - submitted) * 1e3
         for node, norm in self.norms:
             if float(executor.stager.download(norm, ())) == 0.0:
                 raise NumericalError(f"normalize: x has norm 0 (node {node.id!r})")
@@ -179,17 +181,24 @@ class _Recording:
             name: executor.stager.download(self.held[name], self.segment.graph.shape(name))
             for name in self.segment.exports
         }
-        return SegmentRun(exported, *self._times(wall_ms))
+        times, timer, gpu_ms = self._times(wall_ms)
+        phases = {
+            "upload_ms": (submitted - start) * 1e3,
+            "gpu_ms": gpu_ms,
+            "readback_ms": (time.perf_counter() - finished) * 1e3,
+        }
+        return SegmentRun(exported, times, timer, phases=phases)
 
-    def _times(self, wall_ms: float) -> tuple[dict[str, float], str]:
+    def _times(self, wall_ms: float) -> tuple[dict[str, float], str, float]:
+        """Each node's time, the timer it came from, and the whole segment's device time."""
         ids = [node.id for node in self.segment.nodes]
         if self.queries is None:
             # No timestamps on this queue: every node reports its whole submission.
-            return dict.fromkeys(ids, wall_ms), "submission"
+            return dict.fromkeys(ids, wall_ms), "submission", wall_ms
         ticks = self.queries.results()
         period = self.executor.device_object.info.timestamp_period_ns
         times = {node_id: (ticks[i + 1] - ticks[i]) * period / 1e6 for i, node_id in enumerate(ids)}
-        return times, "gpu"
+        return times, "gpu", (ticks[len(ids)] - ticks[0]) * period / 1e6
 
     def close(self) -> None:
         for allocation in [*self.held.values(), *(norm for _, norm in self.norms)]:
@@ -271,9 +280,11 @@ class VulkanExecutor(OperationExecutor):
 
     def execute(self, segment: Segment, values: Mapping[str, FloatArray]) -> SegmentRun:
         self.check_fits(segment)
-        recording = self._recording(segment)
+        start = time.perf_counter()
+        recording = self._recording(segment)  # recorded on first use, else a replay
+        record_ms = (time.perf_counter() - start) * 1e3
         try:
-            return recording.run(values)
+            done = recording.run(values)
         except MemoryError:
             # Out of memory while uploading: the recording's buffers go back now, not when
             # it ages out of the cache, and so do the blocks they emptied.
@@ -281,6 +292,8 @@ class VulkanExecutor(OperationExecutor):
             recording.close()
             self.manager.trim()
             raise
+        done.phases["record_ms"] = record_ms
+        return done
 
     def memory_stats(self) -> dict[str, Any] | None:
         stats: dict[str, Any] = self.manager.stats()
