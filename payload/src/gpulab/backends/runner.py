@@ -142,11 +142,12 @@ class Runner:
             executor = self.executor(where)  # every backend is available before any work
             if isinstance(executor, VulkanExecutor):
                 executor.check_fits(segment)  # and every value fits its device
+        phases = dict.fromkeys(RUN_PHASES, 0.0)
+        phases["open_ms"] = (time.perf_counter() - start) * 1e3
         host: dict[str, FloatArray] = {}
         producer: dict[str, str] = {}
         records: list[NodeRecord] = []
         transfers: list[dict[str, str]] = []
-        phases = dict.fromkeys(RUN_PHASES, 0.0)
         for index, (where, segment) in enumerate(segments):
             for name in segment.reads:
                 if name in graph.inputs and name not in host:
