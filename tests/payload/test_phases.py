@@ -27,12 +27,24 @@ def test_timing_has_every_phase_and_the_run_phases_fit_in_the_total(backend: str
     assert timing["write_ms"] > 0.0
 
 
-def test_the_vulkan_executor_times_upload_record_gpu_and_readback() -> None:
-    done = gpulab("run", str(EXAMPLE), "--backend", "vulkan")
+def test_the_vulkan_executor_times_open_upload_record_gpu_and_readback(tmp_path: Path) -> None:
+    # A `data` input is always made on the host, so the run has an upload to time.
+    graph = {
+        "version": 1,
+        "inputs": {"x": {"type": "vector", "data": [1.0, 2.0, 3.0, 4.0]}},
+        "nodes": [
+            {"id": "y", "op": "scale", "inputs": {"x": "x", "a": 2.0}},
+            {"id": "t", "op": "sum", "inputs": {"x": "y"}},
+        ],
+        "outputs": ["y", "t"],
+    }
+    (tmp_path / "graph.json").write_text(json.dumps(graph))
+    done = gpulab("run", str(tmp_path / "graph.json"), "--backend", "vulkan")
     assert done.returncode == 0, done.stderr
-    timing = json.loads(done.stdout)["timing"]
-    for key in ("upload_ms", "record_ms", "gpu_ms", "readback_ms"):
-        assert timing[key] > 0.0, key
+    result = json.loads(done.stdout)
+    assert result["outputs"]["t"]["value"] == 20.0
+    for key in ("open_ms", "upload_ms", "record_ms", "gpu_ms", "readback_ms"):
+        assert result["timing"][key] > 0.0, key
 
 
 def test_profile_prints_the_phases_on_stderr_and_keeps_stdout_the_result() -> None:
