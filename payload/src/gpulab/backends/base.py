@@ -36,7 +36,7 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float32]
 RUN_PHASES = ("open_ms", "inputs_ms", "upload_ms", "record_ms", "gpu_ms", "readback_ms")
-"""Where a run's time goes, in order: executors opened (device, pipelines; once per Runner),
+"""Where a run's time goes, in order: executors opened (instance, device; once per Runner),
 inputs made, uploaded, commands recorded, the device's own time (GPU timestamps where it has
 them), results read back. Disjoint, so their sum is at most the run's total."""
 
