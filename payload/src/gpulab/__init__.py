@@ -1,9 +1,17 @@
-"""gpulab: a small Vulkan compute framework, and the payload of the gpulab cluster."""
+"""gpulab: a small Vulkan compute framework, and the payload of the gpulab cluster.
 
+The public names are imported on first use (PEP 562), so `import gpulab` stays light.
+"""
+
+from typing import TYPE_CHECKING
+
+from gpulab._lazy import lazy_attributes
 from gpulab._version import __version__
-from gpulab.backends import Result, Runner, run_graph
-from gpulab.compute import GpuComputePipeline
-from gpulab.graph import Graph, GraphInvalid, load_graph
+
+if TYPE_CHECKING:
+    from gpulab.backends import Result, Runner, run_graph
+    from gpulab.compute import GpuComputePipeline
+    from gpulab.graph import Graph, GraphInvalid, load_graph
 
 __all__ = [
     "GpuComputePipeline",
@@ -15,3 +23,16 @@ __all__ = [
     "load_graph",
     "run_graph",
 ]
+
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    {
+        "GpuComputePipeline": "gpulab.compute",
+        "Graph": "gpulab.graph",
+        "GraphInvalid": "gpulab.graph",
+        "Result": "gpulab.backends",
+        "Runner": "gpulab.backends",
+        "load_graph": "gpulab.graph",
+        "run_graph": "gpulab.backends",
+    },
+)

@@ -20,17 +20,25 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gpulab.backends.errors import BackendUnavailable, ExecutionFailed
 from gpulab.graph import Graph, Node
 
+# The errors are re-exported: an executor imports its whole interface from here.
+__all__ = [
+    "RUN_PHASES",
+    "BackendUnavailable",
+    "ExecutionFailed",
+    "FloatArray",
+    "OperationExecutor",
+    "Segment",
+    "SegmentRun",
+]
+
 FloatArray = npt.NDArray[np.float32]
-
-
-class BackendUnavailable(RuntimeError):
-    """The requested backend or device cannot run here (exit 3)."""
-
-
-class ExecutionFailed(RuntimeError):
-    """A backend failed while running (device out of memory, device lost; exit 4)."""
+RUN_PHASES = ("open_ms", "inputs_ms", "upload_ms", "record_ms", "gpu_ms", "readback_ms")
+"""Where a run's time goes, in order: executors opened (instance, device; once per Runner),
+inputs made, uploaded, commands recorded, the device's own time (GPU timestamps where it has
+them), results read back. Disjoint, so their sum is at most the run's total."""
 
 
 @dataclass(frozen=True)
@@ -60,14 +68,15 @@ class Segment:
 
 @dataclass
 class SegmentRun:
-    """What a segment produced: the exported values and each node's time."""
+    """What a segment produced: the exported values, each node's time, and where the
+    segment's time went (`phases`: milliseconds under the keys of RUN_PHASES that apply)."""
 
     values: dict[str, FloatArray]
     times_ms: dict[str, float]
     timer: str = "host"
     details: dict[str, Any] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
-    """Milliseconds by phase: inputs_ms, upload_ms, record_ms, gpu_ms, readback_ms."""
+    """Milliseconds by phase (RUN_PHASES): inputs_ms, upload_ms, record_ms, gpu_ms, readback_ms."""
 
 
 class OperationExecutor(abc.ABC):

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import socket
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -13,11 +14,12 @@ from typing import Any, TextIO
 import numpy as np
 
 from gpulab._version import __version__
-from gpulab.backends.base import FloatArray
+from gpulab.backends.base import RUN_PHASES, FloatArray
+from gpulab.backends.result_file import DATA_LIMIT
 
 RESULT_VERSION = 1
-DATA_LIMIT = 65536
-"""Outputs with more elements than this carry only their summary unless `full` is asked."""
+TIMING_PHASES = ("load_ms", *RUN_PHASES, "write_ms")
+"""The keys of `timing` besides total_ms, in the order the work happens."""
 
 
 def _finite(value: float) -> float | None:
@@ -69,6 +71,19 @@ class _OutputsAsWritten(dict[str, Any]):
         return ((name, output_json(value, self._full)) for name, value in super().items())
 
 
+class _TimingAsWritten(dict[str, float]):
+    """`timing` whose write_ms is read when the encoder reaches it (it asks for items())."""
+
+    def __init__(self, result: Result, started: float) -> None:
+        super().__init__(result.timing())
+        self._result = result
+        self._started = started
+
+    def items(self) -> Iterator[tuple[str, float]]:  # type: ignore[override]
+        write_ms = (time.perf_counter() - self._started) * 1e3
+        return iter(self._result.timing(write_ms).items())
+
+
 def slurm_info() -> dict[str, Any] | None:
     """The Slurm job id and node list when running inside a Slurm job."""
     job_id = os.environ.get("SLURM_JOB_ID")
@@ -111,18 +126,30 @@ class Result:
     one the device could have made was made on the host (backends/inputs.py)."""
     host: str = field(default_factory=socket.gethostname)
     slurm: dict[str, Any] | None = field(default_factory=slurm_info)
+    phases: dict[str, float] = field(default_factory=dict)
+    """Milliseconds by TIMING_PHASES key: the runner's RUN_PHASES, and `load_ms` (reading and
+    validating the graph) when the caller measured it; `write_ms` is measured as written."""
 
     def to_json(self, full: bool = False) -> dict[str, Any]:
         """The contract's result JSON; output data beyond 65536 elements only when `full`."""
-        return self._document({name: output_json(v, full) for name, v in self.outputs.items()})
+        outputs = {name: output_json(v, full) for name, v in self.outputs.items()}
+        return self._document(outputs, self.timing())
 
     def write_json(self, stream: TextIO, full: bool = False) -> None:
         """to_json() written to `stream` as indented JSON, streamed: a result of hundreds of
-        MiB takes about its largest output in memory, not several times the whole text."""
-        json.dump(self._document(_OutputsAsWritten(self.outputs, full)), stream, indent=2)
+        MiB takes about its largest output in memory, not several times the whole text.
+        `timing.write_ms` is the time from here until the encoder reaches `timing`, the
+        document's last key (everything but the file's final flush)."""
+        timing = _TimingAsWritten(self, time.perf_counter())
+        json.dump(self._document(_OutputsAsWritten(self.outputs, full), timing), stream, indent=2)
         stream.write("\n")
 
-    def _document(self, outputs: dict[str, Any]) -> dict[str, Any]:
+    def timing(self, write_ms: float | None = None) -> dict[str, float]:
+        """The result's `timing`: total_ms and every TIMING_PHASES key (0.0 where unmeasured)."""
+        phases = self.phases if write_ms is None else self.phases | {"write_ms": write_ms}
+        return {"total_ms": self.total_ms} | {key: phases.get(key, 0.0) for key in TIMING_PHASES}
+
+    def _document(self, outputs: dict[str, Any], timing: dict[str, Any]) -> dict[str, Any]:
         document: dict[str, Any] = {
             "version": RESULT_VERSION,
             "graph": self.graph,
@@ -141,7 +168,6 @@ class Result:
                 }
                 for n in self.nodes
             ],
-            "timing": {"total_ms": self.total_ms},
             "transfers": self.transfers,
             "inputs": self.inputs,
             "host": self.host,
@@ -156,4 +182,5 @@ class Result:
             document["compare"] = self.comparison
         if self.fallback is not None:
             document["fallback"] = self.fallback
+        document["timing"] = timing  # last: write_json measures the writing up to here
         return document

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from gpulab.backends.result import DATA_LIMIT
 from gpulab.graph import Graph, MemoryLimit, nbytes
 from gpulab.graph.model import NpyFile
 
 STDOUT = "-"
+DATA_LIMIT = 65536
+"""Outputs with more elements than this carry only their summary unless `full` is asked."""
 JSON_NUMBER_BYTES = 32
 """Bytes of one number in the indented JSON: up to 24 characters, its indent and separator."""
 PYTHON_NUMBER_BYTES = 32

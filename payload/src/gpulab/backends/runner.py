@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from gpulab.backends.base import FloatArray, OperationExecutor, Segment, SegmentRun
+from gpulab.backends.base import RUN_PHASES, FloatArray, OperationExecutor, Segment, SegmentRun
 from gpulab.backends.device_choice import DeviceChoice, choose_device
 from gpulab.backends.inputs import plan_inputs
 from gpulab.backends.result import NodeRecord, Result
@@ -151,6 +151,8 @@ class Runner:
             executor = self.executor(where)  # every backend is available before any work
             if isinstance(executor, VulkanExecutor):
                 executor.check_fits(segment)  # and every value fits its device
+        phases = dict.fromkeys(RUN_PHASES, 0.0)
+        phases["open_ms"] = (time.perf_counter() - start) * 1e3
         plan = plan_inputs(graph, segments, self._cannot_generate)
         host: dict[str, FloatArray] = {}
         producer: dict[str, str] = {}
@@ -165,6 +167,8 @@ class Runner:
             done = self._execute(where, segment, host, made)
             if inputs_ms:
                 done.phases["inputs_ms"] = done.phases.get("inputs_ms", 0.0) + inputs_ms
+            for phase, ms in done.phases.items():
+                phases[phase] += ms
             self._check_finite(segment, done)
             host.update(done.values)
             producer.update(dict.fromkeys(done.values, where))
@@ -188,6 +192,7 @@ class Runner:
             warnings=[str(w) for w in graph.warnings],
             fallback=self.fallback,
             inputs=plan.report,
+            phases=phases,
         )
         gpus = self._slurm_gpus()
         if result.slurm is not None and gpus is not None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from gpulab.backends.base import BackendUnavailable, OperationExecutor
+from gpulab.backends.base import OperationExecutor
 from gpulab.backends.device_choice import DeviceChoice, choose_device, vulkan_infos
 from gpulab.backends.eager import NativeExecutor, cpu_executor
+from gpulab.backends.errors import BackendUnavailable
+from gpulab.backends.names import BACKEND_NAMES, BACKENDS
 from gpulab.backends.vulkan import VulkanExecutor
-
-BACKENDS = ("auto", "cpu", "native", "vulkan")
 
 
 def vulkan_devices() -> list[str]:
@@ -48,4 +48,6 @@ def open_executor(
         return NativeExecutor()
     if backend == "vulkan":
         return VulkanExecutor(device or 0, memory_budget)
-    raise BackendUnavailable(f"unknown backend {backend!r} (choose from cpu, native, vulkan)")
+    raise BackendUnavailable(
+        f"unknown backend {backend!r} (choose from {', '.join(BACKEND_NAMES)})"
+    )

@@ -188,6 +188,7 @@ class _Recording:
         """Upload `values` (and read `files` into their buffers), submit, read back."""
         executor = self.executor
         files_ms = 0.0
+        start = time.perf_counter()
         for name in self.segment.reads:
             if name in self.patterns:
                 continue
@@ -196,11 +197,12 @@ class _Recording:
                 continue
             data = np.ascontiguousarray(values[name], dtype=np.float32)
             executor.stager.upload(data, self.held[name])
-        start = time.perf_counter()
+        submitted = time.perf_counter()
         executor.device_object.submit(self.command, executor.fence)
         executor.fence.wait()
         executor.fence.reset()
-        wall_ms = (time.perf_counter() - start) * 1e3
+        finished = time.perf_counter()
+        wall_ms = (finished - submitted) * 1e3
         for node, norm in self.norms:
             if float(executor.stager.download(norm, ())) == 0.0:
                 raise NumericalError(f"normalize: x has norm 0 (node {node.id!r})")
@@ -210,11 +212,16 @@ class _Recording:
             name: executor.stager.download(self.held[name], graph.shape(name))
             for name in (*self.segment.exports, *outputs)
         }
-        times, timer, generate_ms = self._times(wall_ms)
-        done = SegmentRun(exported, times, timer)
+        times, timer, gpu_ms, generate_ms = self._times(wall_ms)
+        phases = {
+            # A file's read into pinned memory is an input's making, not its upload.
+            "upload_ms": (submitted - start) * 1e3 - files_ms,
+            "gpu_ms": gpu_ms,
+            "readback_ms": (time.perf_counter() - finished) * 1e3,
+        }
         if self.patterns or files:
-            done.phases["inputs_ms"] = files_ms + generate_ms
-        return done
+            phases["inputs_ms"] = files_ms + generate_ms
+        return SegmentRun(exported, times, timer, phases=phases)
 
     def _upload_file(self, name: str, source: NpyFile) -> float:
         """Read a .npy input into pinned memory and copy it to its buffer; the read's ms."""
@@ -229,18 +236,21 @@ class _Recording:
             pinned.free()
         return read_ms
 
-    def _times(self, wall_ms: float) -> tuple[dict[str, float], str, float]:
-        """Each node's ms, the timer, and the ms the generated inputs took (0 unless timed)."""
+    def _times(self, wall_ms: float) -> tuple[dict[str, float], str, float, float]:
+        """Each node's ms, the timer, the nodes' device ms, and the ms the generated inputs
+        took on the device (0 unless timed). Timestamps: before the generation, then after
+        it and after each node."""
         ids = [node.id for node in self.segment.nodes]
         if self.queries is None:
             # No timestamps on this queue: every node reports its whole submission.
-            return dict.fromkeys(ids, wall_ms), "submission", 0.0
+            return dict.fromkeys(ids, wall_ms), "submission", wall_ms, 0.0
         ticks = self.queries.results()
         period = self.executor.device_object.info.timestamp_period_ns
         times = {
             node_id: (ticks[i + 2] - ticks[i + 1]) * period / 1e6 for i, node_id in enumerate(ids)
         }
-        return times, "gpu", (ticks[1] - ticks[0]) * period / 1e6
+        gpu_ms = (ticks[len(ids) + 1] - ticks[1]) * period / 1e6
+        return times, "gpu", gpu_ms, (ticks[1] - ticks[0]) * period / 1e6
 
     def close(self) -> None:
         for allocation in [*self.held.values(), *(norm for _, norm in self.norms)]:
@@ -348,9 +358,11 @@ class VulkanExecutor(OperationExecutor):
                 generated[name] = pattern
             elif isinstance(spec.source, NpyFile):
                 files[name] = spec.source
-        recording = self._recording(segment, generated)
+        start = time.perf_counter()
+        recording = self._recording(segment, generated)  # recorded on first use, else a replay
+        record_ms = (time.perf_counter() - start) * 1e3
         try:
-            return recording.run(values, files)
+            done = recording.run(values, files)
         except MemoryError:
             # Out of memory while uploading: the recording's buffers go back now, not when
             # it ages out of the cache, and so do the blocks they emptied.
@@ -360,6 +372,8 @@ class VulkanExecutor(OperationExecutor):
             recording.close()
             self.manager.trim()
             raise
+        done.phases["record_ms"] = record_ms
+        return done
 
     def memory_stats(self) -> dict[str, Any] | None:
         stats: dict[str, Any] = self.manager.stats()

@@ -20,18 +20,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpulab.backends import choose_device
+from gpulab.backends import BackendUnavailable, choose_device
 from gpulab.cli.bench_compare import Library, load_library
 from gpulab.cli.bench_ops import (
-    ALL_OPS,
-    DEFAULT_OPS,
     JACOBI_STEPS,
     VECTOR_OPS,
     Workload,
     default_sizes,
 )
 from gpulab.cli.devices import device_summary
-from gpulab.cli.errors import EXIT_OK, BackendUnavailable
+from gpulab.cli.errors import EXIT_OK
 from gpulab.cli.graph_errors import say
 from gpulab.kernels import DeviceArray, Input, Kernels, OwnedArray
 from gpulab.vk import CommandPool, Device, Fence, TimestampQueryPool, shared_instance
@@ -41,44 +39,6 @@ TARGET_SECONDS = 0.05
 """Each timed submission aims at about this much GPU work (repeats are chosen to match)."""
 MAX_REPEAT = 200
 OVERHEAD_DISPATCHES = 1000
-
-
-def add_parser(commands: Any, device_index: Any) -> None:
-    """The `bench` subcommand."""
-    parser = commands.add_parser("bench", help="bandwidth of every op on a Vulkan device")
-    parser.add_argument("--ops", nargs="+", choices=ALL_OPS, default=list(DEFAULT_OPS))
-    parser.add_argument(
-        "--sizes",
-        nargs="+",
-        type=_size,
-        metavar="N",
-        help="elements (vector ops) or matrix sides (matvec, matmul, jacobi); "
-        "default: powers of 4 from 2^10 up to what fits",
-    )
-    parser.add_argument("--backend", choices=["vulkan"], default="vulkan")
-    parser.add_argument(
-        "--device",
-        type=device_index,
-        metavar="N",
-        help="Vulkan device index (default: the GPU Slurm allocated to the job, else 0)",
-    )
-    parser.add_argument("--json", type=Path, metavar="OUT", help="write the rows as JSON")
-    parser.add_argument("--plot", type=Path, metavar="OUT.png", help="GB/s against size per op")
-    parser.add_argument("--compare", choices=["torch", "cupy"], help="run the ops there too")
-    parser.add_argument(
-        "--no-overhead", action="store_true", help="skip the dispatch overhead rows"
-    )
-    parser.set_defaults(handler=main)
-
-
-def _size(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive size, got {text!r}")
-    return value
 
 
 class _Progress:

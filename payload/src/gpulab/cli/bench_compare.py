@@ -6,8 +6,8 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from gpulab.backends import BackendUnavailable
 from gpulab.cli.bench_ops import JACOBI_STEPS, Workload
-from gpulab.cli.errors import BackendUnavailable
 
 TRIALS = 3
 TARGET_SECONDS = 0.05

@@ -6,7 +6,3 @@ EXIT_OK = 0
 EXIT_INPUT = 2
 EXIT_UNAVAILABLE = 3
 EXIT_RUNTIME = 4
-
-
-class BackendUnavailable(RuntimeError):
-    """The requested backend cannot run here (exit 3)."""

@@ -8,19 +8,16 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from gpulab.backends import (
-    BackendUnavailable,
-    ExecutionFailed,
     OutputFailed,
     OutputRefused,
     output_target,
     write_result,
 )
+from gpulab.backends.errors import failed_errors, unavailable_errors
 from gpulab.cli.errors import EXIT_INPUT, EXIT_RUNTIME, EXIT_UNAVAILABLE
 from gpulab.graph import GraphInvalid, Problem
 from gpulab.graph.problems import one_line
-from gpulab.memory import OutOfMemoryError
 from gpulab.ops import NumericalError
-from gpulab.vk import NoVulkanDevice, VulkanError
 
 T = TypeVar("T")
 
@@ -60,13 +57,13 @@ def guarded(graph: str, action: Callable[[], int]) -> int:
         for problem in invalid.errors:
             say(f"{graph}: {problem}")
         return EXIT_INPUT
-    except (BackendUnavailable, NoVulkanDevice) as exc:
+    except unavailable_errors() as exc:
         say(str(exc))
         return EXIT_UNAVAILABLE
     except NumericalError as exc:
         say(f"numerical failure: {exc}")
         return EXIT_RUNTIME
-    except (ExecutionFailed, OutOfMemoryError, VulkanError) as exc:
+    except failed_errors() as exc:
         say(f"run failed: {exc}")
         return EXIT_RUNTIME
     except OutputFailed as exc:

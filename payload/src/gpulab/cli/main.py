@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from gpulab._version import __version__
-from gpulab.cli import bench, devices, run, schema, selftest, submit, validate
-from gpulab.cli.errors import (
-    EXIT_INPUT,
-    EXIT_OK,
-    EXIT_RUNTIME,
-    EXIT_UNAVAILABLE,
-    BackendUnavailable,
-)
-from gpulab.memory import report as memory_report
-from gpulab.vk import NoVulkanDevice, VulkanError
+from gpulab.backends import BACKENDS
+from gpulab.backends.errors import failed_errors, unavailable_errors
+from gpulab.cli import bench_args, run, schema, submit, validate
+from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _deferred(module: str, call: Callable[[Any, argparse.Namespace], int]) -> Handler:
+    """A handler that imports `module` (Vulkan, kernels, numpy) only when its command runs,
+    so `gpulab --help` and the light commands start fast."""
+    return lambda args: call(importlib.import_module(module), args)
 
 
 def _device_index(text: str) -> int:
@@ -38,17 +42,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     devices_parser = commands.add_parser("devices", help="list Vulkan devices and compute limits")
     devices_parser.add_argument("--json", action="store_true", help="print a JSON list")
+    devices_parser.set_defaults(
+        handler=_deferred("gpulab.cli.devices", lambda devices, a: devices.run(a.json))
+    )
 
     memory_parser = commands.add_parser(
         "memory", help="run an allocation pattern on a device and print the memory statistics"
     )
     memory_parser.add_argument("--device", type=_device_index, default=0, metavar="N")
     memory_parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    memory_parser.set_defaults(
+        handler=_deferred("gpulab.memory.report", lambda report, a: report.run(a.json, a.device))
+    )
 
     selftest_parser = commands.add_parser(
         "selftest", help="run every op on small data and compare with numpy"
     )
-    selftest_parser.add_argument("--backend", choices=selftest.BACKENDS, default="auto")
+    selftest_parser.add_argument("--backend", choices=BACKENDS, default="auto")
     selftest_parser.add_argument(
         "--device",
         type=_device_index,
@@ -56,10 +66,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="Vulkan device index (default: the GPUs Slurm gave the job, else every device)",
     )
     selftest_parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    selftest_parser.set_defaults(
+        handler=_deferred(
+            "gpulab.cli.selftest", lambda selftest, a: selftest.run(a.backend, a.device, a.json)
+        )
+    )
     run.add_parser(commands, _device_index)
     validate.add_parser(commands)
     schema.add_parser(commands)
-    bench.add_parser(commands, _device_index)
+    bench_args.add_parser(
+        commands, _device_index, _deferred("gpulab.cli.bench", lambda bench, a: bench.main(a))
+    )
     submit.add_parser(commands)
     return parser
 
@@ -68,18 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; errors become one line on stderr and the contract's exit code."""
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "memory":
-            return memory_report.run(args.json, args.device)
-        if args.command == "devices":
-            return devices.run(args.json)
-        if hasattr(args, "handler"):
-            code: int = args.handler(args)
-            return code
-        return selftest.run(args.backend, args.device, args.json)
-    except (NoVulkanDevice, BackendUnavailable) as exc:
+        code: int = args.handler(args)
+        return code
+    except unavailable_errors() as exc:
         print(f"gpulab: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
-    except (VulkanError, MemoryError) as exc:
+    except failed_errors() as exc:
         print(f"gpulab: {exc}", file=sys.stderr)
         return EXIT_RUNTIME
     except ValueError as exc:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from gpulab.backends import BACKENDS, Runner, prepare_output, write_result
+from gpulab.backends import BACKENDS
+from gpulab.backends.names import BACKEND_NAMES
 from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME
 from gpulab.cli.graph_errors import guarded, say, warn
 from gpulab.graph import load_graph
@@ -58,7 +61,7 @@ def add_parser(commands: Any, device_index: Any) -> None:
     )
     parser.add_argument(
         "--compare",
-        choices=("cpu", "native", "vulkan"),
+        choices=BACKEND_NAMES,
         help="run again on this backend and report the largest relative error per output",
     )
     parser.add_argument(
@@ -69,13 +72,39 @@ def add_parser(commands: Any, device_index: Any) -> None:
         f"${BUDGET_ENV}, else the heaps' sizes): a graph that does not fit fails with exit 4, "
         "or under --backend auto runs on cpu, reported under `fallback` in the result",
     )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="print where the time went (load, inputs, upload, record, gpu, readback, write) "
+        "as a table on stderr",
+    )
     parser.set_defaults(handler=main)
 
 
+def profile_table(timing: dict[str, float], run_phases: tuple[str, ...]) -> str:
+    """The `timing` of a result as a table: each phase, and the run's time no phase covers."""
+    accounted = sum(timing[key] for key in run_phases)
+    rows = [(key.removesuffix("_ms"), ms) for key, ms in timing.items() if key != "total_ms"]
+    rows += [
+        ("run total", timing["total_ms"]),
+        ("run, in no phase", max(timing["total_ms"] - accounted, 0.0)),
+    ]
+    width = max(len(name) for name, _ in rows)
+    lines = [f"{'phase':<{width}}  {'ms':>10}"]
+    lines += [f"{name:<{width}}  {ms:>10.3f}" for name, ms in rows]
+    return "\n".join(lines)
+
+
 def _run(args: argparse.Namespace) -> int:
+    # Imported here: the runner loads numpy and the backends, which --help need not pay for.
+    from gpulab.backends import Runner, prepare_output, write_result  # noqa: PLC0415
+    from gpulab.backends.base import RUN_PHASES  # noqa: PLC0415
+
     budget = _budget(args)
     with Runner(args.backend, args.device, budget) as runner:
+        started = time.perf_counter()
         graph = load_graph(args.graph, limit=runner.memory_limit())
+        load_ms = (time.perf_counter() - started) * 1e3
         warn(args.graph, graph.warnings)
         target = prepare_output(
             args.output, Path(args.graph), graph, args.full, runner.memory_limit()
@@ -83,11 +112,17 @@ def _run(args: argparse.Namespace) -> int:
         if args.backend == "auto":
             say(runner.reason)
         result = runner.run(graph, compare=args.compare)
+        result.phases["load_ms"] = load_ms
         if runner.device_warning is not None:
             say(runner.device_warning)
         if runner.fallback is not None:
             say(f"ran on cpu instead of vulkan: {runner.fallback['reason']}")
+    started = time.perf_counter()
     write_result(target, lambda stream: result.write_json(stream, full=args.full))
+    if args.profile:
+        # The whole write, the file's flush and rename included (the JSON's stops before).
+        write_ms = (time.perf_counter() - started) * 1e3
+        print(profile_table(result.timing(write_ms), RUN_PHASES), file=sys.stderr)
     comparison = result.comparison
     if comparison is not None and not comparison["ok"]:
         for name, error in comparison["max_rel_err"].items():

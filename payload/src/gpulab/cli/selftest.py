@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gpulab.backends import DeviceChoice, choose_device
+from gpulab.backends import BackendUnavailable, DeviceChoice, choose_device
 from gpulab.cli.devices import device_summary, list_devices
-from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME, BackendUnavailable
+from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME
 from gpulab.cli.graph_errors import say
 from gpulab.compute import GpuComputePipeline
 from gpulab.kernels import Kernels
@@ -39,7 +39,6 @@ JACOBI_ITERATIONS = (30, 8)
 JACOBI_TOLERANCE = 1e-5
 TIMES_TWO_TOLERANCE = 1e-6
 SEED = 2
-BACKENDS = ("auto", "vulkan", "cpu", "native")
 
 Runner = Callable[..., Any]
 

@@ -1,5 +1,11 @@
-"""Compute graphs: the model, loading with full validation, the JSON Schema, scheduling."""
+"""Compute graphs: the model, loading with full validation, the JSON Schema, scheduling.
 
+`materialize` (numpy) is imported on first use (PEP 562): validating a graph needs no numpy.
+"""
+
+from typing import TYPE_CHECKING
+
+from gpulab._lazy import lazy_attributes
 from gpulab.graph.load import load_graph, read_json
 from gpulab.graph.model import (
     BACKEND_NAMES,
@@ -15,7 +21,9 @@ from gpulab.graph.problems import GraphInvalid, Problem
 from gpulab.graph.schedule import Schedule, schedule
 from gpulab.graph.schema import graph_schema
 from gpulab.graph.validate import MemoryLimit, available_memory, host_memory, validate
-from gpulab.graph.values import materialize
+
+if TYPE_CHECKING:
+    from gpulab.graph.values import materialize
 
 __all__ = [
     "BACKEND_NAMES",
@@ -39,3 +47,5 @@ __all__ = [
     "schedule",
     "validate",
 ]
+
+__getattr__, __dir__ = lazy_attributes(__name__, {"materialize": "gpulab.graph.values"})

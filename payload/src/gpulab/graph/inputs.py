@@ -6,8 +6,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gpulab.graph._json import (
     FLOAT32_MAX,
     count,
@@ -143,6 +141,8 @@ def _first_non_float32(array: Any) -> str | None:
     """Why the values of a .npy array cannot be float32, or None. Other numeric types are
     cast (rounded to the nearest float32); NaN, infinity and magnitudes beyond float32 are
     refused. Read in chunks through the memory map, so a large file is never whole in memory."""
+    import numpy as np  # noqa: PLC0415 - only file inputs need numpy to validate
+
     if array.dtype.kind in "iu":
         return None  # every integer numpy has rounds to a finite float32
     flat = array.reshape(-1)
@@ -175,6 +175,8 @@ def _file(
     if problem is not None:
         problems.append(Problem(path, f"{raw}: {problem}"))
         return None, None
+    import numpy as np  # noqa: PLC0415 - only file inputs need numpy to validate
+
     try:
         array = np.load(resolved, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as exc:

@@ -1,0 +1,201 @@
+"""End to end, as a user runs it: `gpulab run` of a 4-node graph as a whole process, on each
+backend, against the same computation as a numpy script and a torch script (issue 16).
+
+    PYTHONPATH=payload/src python3 payload/benchmarks/end_to_end.py \
+        [--log2n 26 28] [--repeats 5] [--json OUT.json]
+
+The graph: s = saxpy(2, x, y) -> l2_norm(s) -> normalize(s) -> sum, on two random inputs of
+2^N float32 values (x uniform in [-1, 1) seed 1, y uniform in [0, 1) seed 2); the outputs are
+the two scalars, so the result JSON is small. Every command is a new process (interpreter
+start, imports, input generation, the run, the result), timed from spawn to exit; after one
+warm-up each, the commands take turns repeat by repeat, so a drifting machine slows all alike.
+The numpy script makes the inputs as the graph format defines them; the torch script (only
+where torch imports; on CUDA when available) draws its inputs on its device with torch's own
+generator. Prints a table of median wall seconds with the ratios issue 16 sets targets for, and
+writes every run (and gpulab's `timing` phases) as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+BACKENDS = ("cpu", "native", "vulkan")
+SCALE = 2.0
+
+NUMPY_SCRIPT = f"""
+import json, sys
+import numpy as np
+n = int(sys.argv[1])
+x = np.random.default_rng(1).uniform(-1.0, 1.0, n).astype(np.float32)
+y = np.random.default_rng(2).uniform(0.0, 1.0, n).astype(np.float32)
+s = np.float32({SCALE}) * x + y
+norm = np.sqrt(np.dot(s, s))
+t = (s / norm).sum(dtype=np.float32)
+print(json.dumps({{"norm": float(norm), "total": float(t)}}))
+"""
+
+TORCH_SCRIPT = f"""
+import json, sys
+import torch
+n = int(sys.argv[1])
+device = "cuda" if torch.cuda.is_available() else "cpu"
+generator = torch.Generator(device=device)
+x = torch.rand(n, generator=generator.manual_seed(1), device=device) * 2.0 - 1.0
+y = torch.rand(n, generator=generator.manual_seed(2), device=device)
+s = {SCALE} * x + y
+norm = torch.linalg.vector_norm(s)
+t = (s / norm).sum()
+print(json.dumps({{"norm": norm.item(), "total": t.item(), "device": device}}))
+"""
+
+
+def four_nodes(n: int) -> dict[str, Any]:
+    """saxpy -> l2_norm -> normalize -> sum on two random inputs; the scalars are the outputs."""
+    vector = {"type": "vector"}
+    return {
+        "version": 1,
+        "name": "saxpy-norm-normalize-sum",
+        "inputs": {
+            "x": {**vector, "random": {"n": n, "seed": 1, "low": -1.0, "high": 1.0}},
+            "y": {**vector, "random": {"n": n, "seed": 2}},
+            "a": {"type": "scalar", "value": SCALE},
+        },
+        "nodes": [
+            {"id": "s", "op": "saxpy", "inputs": {"a": "a", "x": "x", "y": "y"}},
+            {"id": "norm", "op": "l2_norm", "inputs": {"x": "s"}},
+            {"id": "u", "op": "normalize", "inputs": {"x": "s"}},
+            {"id": "total", "op": "sum", "inputs": {"x": "u"}},
+        ],
+        "outputs": ["norm", "total"],
+    }
+
+
+def commands(n: int, workdir: Path, with_torch: bool) -> dict[str, list[str]]:
+    """Each contender's argv for 2^N values: gpulab run per backend, the numpy/torch scripts."""
+    graph = workdir / f"graph-{n}.json"
+    graph.write_text(json.dumps(four_nodes(n)))
+    python = sys.executable
+    argv = {
+        f"gpulab {backend}": [
+            *(python, "-m", "gpulab", "run", str(graph), "--backend", backend),
+            *("-o", str(workdir / f"result-{n}-{backend}.json")),
+        ]
+        for backend in BACKENDS
+    }
+    argv["numpy script"] = [python, "-c", NUMPY_SCRIPT, str(n)]
+    if with_torch:
+        argv["torch script"] = [python, "-c", TORCH_SCRIPT, str(n)]
+    return argv
+
+
+def run_once(argv: list[str]) -> tuple[float, str]:
+    """Wall seconds from spawn to exit, and stdout; a failed command stops the benchmark."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{argv[:6]} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    return wall, done.stdout
+
+
+def scalars(label: str, stdout: str, workdir: Path, n: int) -> dict[str, Any]:
+    """The two scalars a contender computed (gpulab's from its result file), with its timing."""
+    if not label.startswith("gpulab "):
+        return dict(json.loads(stdout))
+    backend = label.split()[1]
+    result = json.loads((workdir / f"result-{n}-{backend}.json").read_text())
+    values = {name: result["outputs"][name]["value"] for name in ("norm", "total")}
+    return values | {"timing": result["timing"], "device": result["device"].get("name")}
+
+
+def measure(n: int, repeats: int, workdir: Path, with_torch: bool) -> dict[str, Any]:
+    argv = commands(n, workdir, with_torch)
+    for command in argv.values():
+        run_once(command)  # warm-up: page cache, shader and pipeline caches
+    walls: dict[str, list[float]] = {label: [] for label in argv}
+    last: dict[str, dict[str, Any]] = {}
+    phases: dict[str, list[dict[str, float]]] = {label: [] for label in argv}
+    for _ in range(repeats):
+        for label, command in argv.items():
+            wall, stdout = run_once(command)
+            walls[label].append(wall)
+            last[label] = scalars(label, stdout, workdir, n)
+            if "timing" in last[label]:
+                phases[label].append(last[label].pop("timing"))
+    median = {label: statistics.median(w) for label, w in walls.items()}
+    return {
+        "n": n,
+        "runs_s": walls,
+        "median_s": median,
+        "vulkan_speedup": speedups(median),
+        "min_s": {label: min(w) for label, w in walls.items()},
+        "timing_median_ms": {
+            label: {key: statistics.median(t[key] for t in runs) for key in runs[0]}
+            for label, runs in phases.items()
+            if runs
+        },
+        "outputs": last,
+    }
+
+
+def speedups(median: dict[str, float]) -> dict[str, float]:
+    """How many times faster the vulkan run is than each other contender (issue 16's targets:
+    cpu 3x at 2^26 and 5x at 2^28, numpy script 1.5x and 3x, torch script more than 1x)."""
+    vulkan = median["gpulab vulkan"]
+    return {label: s / vulkan for label, s in median.items() if label != "gpulab vulkan"}
+
+
+def log2(n: int) -> str:
+    return f"2^{n.bit_length() - 1}" if n & (n - 1) == 0 else str(n)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """Markdown: median wall seconds of each contender, then vulkan's speed-up over each."""
+    labels, others = list(rows[0]["median_s"]), list(rows[0]["vulkan_speedup"])
+    header = [*(f"{label} s" for label in labels), *(f"{label} / vulkan" for label in others)]
+    lines = ["| n | " + " | ".join(header) + " |", "|---|" + "---:|" * len(header)]
+    for row in rows:
+        cells = [
+            *(f"{row['median_s'][label]:.3f}" for label in labels),
+            *(f"{row['vulkan_speedup'][label]:.2f}" for label in others),
+        ]
+        lines.append(f"| {log2(row['n'])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--log2n", type=int, nargs="+", default=[26, 28], metavar="N")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--no-torch", action="store_true", help="leave the torch script out")
+    parser.add_argument("--json", type=Path, metavar="OUT.json", help="write every run here")
+    args = parser.parse_args()
+    with_torch = not args.no_torch and importlib.util.find_spec("torch") is not None
+    with tempfile.TemporaryDirectory(prefix="gpulab-e2e-") as folder:
+        rows = [measure(1 << k, args.repeats, Path(folder), with_torch) for k in args.log2n]
+    print(table(rows))
+    if args.json is not None:
+        report = {
+            "host": platform.node(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "repeats": args.repeats,
+            "torch": with_torch,
+            "rows": rows,
+        }
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""The `gpulab bench` arguments, registered without importing the benchmark itself (Vulkan and
+the kernels load only when the command runs)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gpulab.cli.bench_ops import ALL_OPS, DEFAULT_OPS
+
+
+def add_parser(
+    commands: Any, device_index: Any, handler: Callable[[argparse.Namespace], int]
+) -> None:
+    """Register `bench`; `handler` runs it (and imports the benchmark only then)."""
+    parser = commands.add_parser("bench", help="bandwidth of every op on a Vulkan device")
+    parser.add_argument("--ops", nargs="+", choices=ALL_OPS, default=list(DEFAULT_OPS))
+    parser.add_argument(
+        "--sizes",
+        nargs="+",
+        type=_size,
+        metavar="N",
+        help="elements (vector ops) or matrix sides (matvec, matmul, jacobi); "
+        "default: powers of 4 from 2^10 up to what fits",
+    )
+    parser.add_argument("--backend", choices=["vulkan"], default="vulkan")
+    parser.add_argument(
+        "--device",
+        type=device_index,
+        metavar="N",
+        help="Vulkan device index (default: the GPU Slurm allocated to the job, else 0)",
+    )
+    parser.add_argument("--json", type=Path, metavar="OUT", help="write the rows as JSON")
+    parser.add_argument("--plot", type=Path, metavar="OUT.png", help="GB/s against size per op")
+    parser.add_argument("--compare", choices=["torch", "cupy"], help="run the ops there too")
+    parser.add_argument(
+        "--no-overhead", action="store_true", help="skip the dispatch overhead rows"
+    )
+    parser.set_defaults(handler=handler)
+
+
+def _size(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive size, got {text!r}")
+    return value
