@@ -67,15 +67,12 @@ class Recording:
         push: bytes,
         groups: tuple[int, int, int],
     ) -> None:
-        count = len(bindings)
-        pipeline = self.catalog.pipeline(shader, count, specialization)
-        _, layout = self.catalog.layout(count)
-        descriptor_set = self.catalog.descriptor_set(count)
-        descriptor_set.write_buffers(bindings)
-        self.cmd.bind_pipeline(pipeline)
-        self.cmd.bind_descriptor_sets(layout, [descriptor_set])
-        self.cmd.push_constants(layout, push)
-        self.cmd.dispatch(*groups)
+        pipeline = self.catalog.pipeline(shader, len(bindings), specialization)
+        cmd, layout = self.cmd, pipeline.layout
+        cmd.bind_pipeline(pipeline)
+        cmd.bind_descriptor_sets(layout, (self.catalog.descriptor_set(bindings),))
+        cmd.push_constants(layout, push)
+        cmd.dispatch(*groups)
         self.dispatches += 1
 
     def barrier(self) -> None:
@@ -299,25 +296,24 @@ class Recording:
         pipeline = self.catalog.pipeline(shader, 5, {0: self.geometry.workgroup_size})
         _, layout = self.catalog.layout(5)
         # Two descriptor sets, one per direction of the ping-pong, bound alternately.
-        sets = []
-        for parity in (0, 1):
-            descriptor_set = self.catalog.descriptor_set(5)
-            descriptor_set.write_buffers(
-                [
+        sets = [
+            self.catalog.descriptor_set(
+                (
                     a.binding(),
                     b.binding(),
                     buffers[parity].binding(),
                     buffers[1 - parity].binding(),
                     status.binding(),
-                ]
+                )
             )
-            sets.append(descriptor_set)
+            for parity in (0, 1)
+        ]
         use_tolerance = tolerance is not None
         limit = float(tolerance) if tolerance is not None else 0.0
         groups = min(n, self.geometry.max_groups)
         self.cmd.bind_pipeline(pipeline)
         for step in range(iterations):
-            self.cmd.bind_descriptor_sets(layout, [sets[step % 2]])
+            self.cmd.bind_descriptor_sets(layout, (sets[step % 2],))
             push = pack_push_constants(n, step, check_every, _bool(use_tolerance), limit)
             self.cmd.push_constants(layout, push)
             self.cmd.dispatch(groups)

@@ -1,5 +1,8 @@
 """The compute pipelines of one device: made on first use, cached by shader and specialization.
 
+Descriptor sets are cached too, by the (buffer, offset, range) bindings they point at: a set
+is written once and never changed, so recordings (even ones in flight) can share it.
+
 Workgroup sizes and tiles come from the device's limits; the reduction, matvec and jacobi
 shaders come in a subgroup-arithmetic build and a shared-memory-only build, picked by what
 the device reports.
@@ -7,9 +10,12 @@ the device reports.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpulab.vk import (
+    Buffer,
     ComputePipeline,
     DescriptorPool,
     DescriptorSet,
@@ -28,8 +34,13 @@ _MATMUL_WORK = 4  # outputs per invocation along each dimension (matmul.comp's W
 _MATMUL_DEPTH = 16
 _SETS_PER_POOL = 256
 _MAX_BINDINGS = 5
+CACHED_SETS = 1024
+"""Descriptor sets kept for reuse per device; beyond it, sets of closed buffers go first, then
+the least recently used."""
 
 Specialization = tuple[tuple[int, int | float | bool], ...]
+Bindings = tuple[tuple[Buffer, int, int], ...]
+"""(buffer, byte offset, byte range) of bindings 0..n-1: a descriptor set's contents."""
 
 
 def _power_of_two_at_most(limit: int) -> int:
@@ -107,6 +118,8 @@ class PipelineCatalog:
         self._pipelines: dict[tuple[str, Specialization], ComputePipeline] = {}
         self._pools: list[DescriptorPool] = []
         self._current = 0
+        # The key holds its buffers, so their ids cannot be reused while the entry lives.
+        self._sets: OrderedDict[Bindings, DescriptorSet] = OrderedDict()
 
     def shader_name(self, family: str) -> str:
         """The build of `family` (reduce, matvec, jacobi) this device can run."""
@@ -139,12 +152,42 @@ class PipelineCatalog:
             self._pipelines[key] = found
         return found
 
-    def descriptor_set(self, bindings: int) -> DescriptorSet:
+    def descriptor_set(self, bindings: Sequence[tuple[Buffer, int, int]]) -> DescriptorSet:
+        """The set pointing at these bindings: written on first use, then reused while every
+        buffer in it is open (a closed buffer's sets are never bound again)."""
+        key = tuple(bindings)
+        found = self._sets.get(key)
+        if found is not None:
+            if not found.closed and not any(buffer.closed for buffer, _, _ in key):
+                self._sets.move_to_end(key)
+                return found
+            del self._sets[key]
+        descriptor_set = self._allocate_set(len(key))
+        descriptor_set.write_buffers(key)
+        self._sets[key] = descriptor_set
+        if len(self._sets) > CACHED_SETS:
+            self._trim_sets()
+        return descriptor_set
+
+    def _trim_sets(self) -> None:
+        """Drop the sets of closed buffers, then the least recently used down to 3/4 of the
+        limit. A dropped set is freed when no recording refers to it any more."""
+        stale = [
+            key
+            for key, found in self._sets.items()
+            if found.closed or any(buffer.closed for buffer, _, _ in key)
+        ]
+        for key in stale:
+            del self._sets[key]
+        while len(self._sets) > CACHED_SETS * 3 // 4:
+            self._sets.popitem(last=False)
+
+    def _allocate_set(self, bindings: int) -> DescriptorSet:
         """A fresh set for `bindings` buffers; freed when the last reference to it goes
-        (command buffers keep theirs until they are re-recorded)."""
+        (the cache and the command buffers that bound it)."""
         set_layout, _ = self.layout(bindings)
         # The pool that served last first; the others only when it is full (their sets are
-        # freed as recordings are replaced), a new pool when all are.
+        # freed as the cache drops them and recordings are replaced), a new pool when all are.
         order = self._pools[self._current :] + self._pools[: self._current]
         for offset, pool in enumerate(order):
             try:
@@ -160,6 +203,7 @@ class PipelineCatalog:
 
     def close(self) -> None:
         """Destroy everything made here (descriptor sets of live recordings included)."""
+        self._sets.clear()
         for pool in self._pools:
             pool.close()
         for pipeline in self._pipelines.values():

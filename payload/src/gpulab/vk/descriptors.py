@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from gpulab.vk._binding import vk
+from gpulab.vk._binding import check, raw_lib, vk
 from gpulab.vk._handle import VkObject
 from gpulab.vk.errors import OutOfPoolMemory
 
@@ -58,8 +58,7 @@ class DescriptorPool(VkObject):
 
         Checked here because drivers differ: lavapipe hands out sets beyond maxSets.
         """
-        live = sum(1 for ref in self._children.values() if ref() is not None)
-        if live >= self.max_sets:
+        if len(self._children) >= self.max_sets:  # live children only: dead ones drop out
             raise OutOfPoolMemory(
                 "vkAllocateDescriptorSets", f"the pool's {self.max_sets} sets are all in use"
             )
@@ -71,33 +70,51 @@ class DescriptorSet(VkObject):
 
     def __init__(self, pool: DescriptorPool, layout: DescriptorSetLayout) -> None:
         device = pool.device
-        info = vk.VkDescriptorSetAllocateInfo(
-            descriptorPool=pool.raw, descriptorSetCount=1, pSetLayouts=[layout.raw]
+        ffi = vk.ffi
+        raw_layouts = ffi.new("VkDescriptorSetLayout[1]", [layout.raw])
+        info = ffi.new(
+            "VkDescriptorSetAllocateInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                "descriptorPool": pool.raw,
+                "descriptorSetCount": 1,
+                "pSetLayouts": raw_layouts,
+            },
         )
-        raw = vk.vkAllocateDescriptorSets(device.raw, info)[0]
+        self._lib = raw_lib()
+        array = ffi.new("VkDescriptorSet[1]")
+        check(
+            "vkAllocateDescriptorSets", self._lib.vkAllocateDescriptorSets(device.raw, info, array)
+        )
+        raw = array[0]
         destroy = functools.partial(vk.vkFreeDescriptorSets, device.raw, pool.raw, 1, [raw])
         self._own(raw, destroy, pool)
+        self._array = array
         self.device = device
         self.layout = layout
-        self._buffers: dict[int, Buffer] = {}
+        self._buffers: tuple[Buffer, ...] = ()
+
+    @property
+    def raw_array(self) -> Any:
+        """The handle as a one-element VkDescriptorSet array (what binding calls take)."""
+        _ = self.raw
+        return self._array
 
     def write_buffers(self, buffers: Sequence[tuple[Buffer, int, int]]) -> None:
         """Point bindings 0..n-1 at (buffer, byte offset, byte range) each."""
-        # The buffer infos must outlive the update call: keep them in this list.
-        infos = [
-            vk.VkDescriptorBufferInfo(buffer=buffer.raw, offset=offset, range=size)
-            for buffer, offset, size in buffers
-        ]
-        writes = [
-            vk.VkWriteDescriptorSet(
-                dstSet=self.raw,
-                dstBinding=binding,
-                descriptorCount=1,
-                descriptorType=STORAGE_BUFFER,
-                pBufferInfo=[info],
-            )
-            for binding, info in enumerate(infos)
-        ]
-        vk.vkUpdateDescriptorSets(self.device.raw, len(writes), writes, 0, None)
+        ffi = vk.ffi
+        count = len(buffers)
+        infos = ffi.new("VkDescriptorBufferInfo[]", count)
+        writes = ffi.new("VkWriteDescriptorSet[]", count)
+        write_type = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+        raw = self.raw
+        for binding, (buffer, offset, size) in enumerate(buffers):
+            info = infos[binding]
+            info.buffer, info.offset, info.range = buffer.raw, offset, size
+            write = writes[binding]
+            write.sType, write.dstSet, write.dstBinding = write_type, raw, binding
+            write.descriptorCount, write.descriptorType = 1, STORAGE_BUFFER
+            write.pBufferInfo = infos + binding
+        self._lib.vkUpdateDescriptorSets(self.device.raw, count, writes, 0, ffi.NULL)
         # The set refers to these buffers now: keep them alive as long as it.
-        self._buffers = {i: buffer for i, (buffer, _, _) in enumerate(buffers)}
+        self._buffers = tuple(buffer for buffer, _, _ in buffers)
