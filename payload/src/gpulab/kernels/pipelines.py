@@ -138,16 +138,21 @@ class PipelineCatalog:
         return self._layouts[bindings]
 
     def pipeline(
-        self, shader: str, bindings: int, specialization: dict[int, int | float | bool]
+        self, shader: str, bindings: int, specialization: Specialization
     ) -> ComputePipeline:
-        """The pipeline of `shader` with these specialization constants (made once)."""
-        key = (shader, tuple(sorted(specialization.items())))
+        """The pipeline of `shader` with these (constant id, value) pairs, in id order (made
+        once; the pairs are the cache key as given)."""
+        key = (shader, specialization)
         found = self._pipelines.get(key)
         if found is None:
             _, layout = self.layout(bindings)
             with ShaderModule.packaged(self.device, shader) as module:
                 found = ComputePipeline(
-                    self.device, layout, module, specialization=specialization, cache=self._cache
+                    self.device,
+                    layout,
+                    module,
+                    specialization=dict(specialization),
+                    cache=self._cache,
                 )
             self._pipelines[key] = found
         return found
@@ -158,7 +163,7 @@ class PipelineCatalog:
         key = tuple(bindings)
         found = self._sets.get(key)
         if found is not None:
-            if not found.closed and not any(buffer.closed for buffer, _, _ in key):
+            if _usable(found, key):
                 self._sets.move_to_end(key)
                 return found
             del self._sets[key]
@@ -172,11 +177,7 @@ class PipelineCatalog:
     def _trim_sets(self) -> None:
         """Drop the sets of closed buffers, then the least recently used down to 3/4 of the
         limit. A dropped set is freed when no recording refers to it any more."""
-        stale = [
-            key
-            for key, found in self._sets.items()
-            if found.closed or any(buffer.closed for buffer, _, _ in key)
-        ]
+        stale = [key for key, found in self._sets.items() if not _usable(found, key)]
         for key in stale:
             del self._sets[key]
         while len(self._sets) > CACHED_SETS * 3 // 4:
@@ -213,3 +214,8 @@ class PipelineCatalog:
             set_layout.close()
         self._cache.close()
         self._pools, self._pipelines, self._layouts, self._current = [], {}, {}, 0
+
+
+def _usable(descriptor_set: DescriptorSet, bindings: Bindings) -> bool:
+    """Whether a cached set may be bound again: it and every buffer it points at are open."""
+    return not descriptor_set.closed and all(not buffer.closed for buffer, _, _ in bindings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +20,9 @@ EXTRA_OPS = ("copy", "fill")
 """Ops beyond the contract: copy (x -> out, a multiple of 4 elements: bench's bandwidth
 ceiling) and fill (out[i] = value + step * (i % period); inputs {"value": v}, params step and
 period)."""
+_INPUT_NAMES = {op: spec.input_names for op, spec in OPS.items()}
+_ONE_BINDING_OPS = ("matvec", "matmul", "jacobi")
+"""Ops whose inputs must each fit one storage binding (the vector ops split beyond it)."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,8 @@ class Kernels:
         self.device = device
         self.geometry: Geometry = geometry(device, max_binding_bytes, subgroups)
         self._catalog = PipelineCatalog(device, self.geometry)
-        self._alignment = math.lcm(16, device.info.min_storage_buffer_offset_alignment)
+        self._offset_alignment = device.info.min_storage_buffer_offset_alignment
+        self._alignment = math.lcm(16, self._offset_alignment)
 
     # --- the recording API -------------------------------------------------------------
 
@@ -69,7 +74,7 @@ class Kernels:
 
         Ends with a compute->compute barrier, so that the next record() can read `out`.
         """
-        options = dict(params or {})
+        options = dict(params) if params else {}
         self._check(op, inputs, out)
         recording = Recording(self._catalog, cmd, scratch, self._alignment)
         status = recording.op(op, inputs, out, options)
@@ -142,9 +147,8 @@ class Kernels:
     # --- checks ------------------------------------------------------------------------
 
     def _check(self, op: str, inputs: Mapping[str, Input], out: DeviceArray) -> None:
-        alignment = self.device.info.min_storage_buffer_offset_alignment
-        named = [*inputs.items(), ("out", out)]
-        for name, value in named:
+        alignment = self._offset_alignment
+        for name, value in (*inputs.items(), ("out", out)):
             if isinstance(value, DeviceArray) and value.offset % alignment:
                 raise ValueError(
                     f"{op}: {name!r} starts at byte {value.offset}, not a multiple of the "
@@ -152,9 +156,9 @@ class Kernels:
                 )
         if op in EXTRA_OPS:
             return
-        if op not in OPS:
+        names = _INPUT_NAMES.get(op)
+        if names is None:
             raise ValueError(f"unknown op {op!r}")
-        names = OPS[op].input_names
         for name in names:
             if name not in inputs:
                 raise ValueError(f"{op}: missing input {name!r}")
@@ -162,7 +166,7 @@ class Kernels:
         if out.shape != expected:
             raise ValueError(f"{op}: out has shape {out.shape}, the result has {expected}")
         limit = FLOAT_BYTES * self.geometry.binding_elements
-        if op in ("matvec", "matmul", "jacobi"):
+        if op in _ONE_BINDING_OPS:
             for name in names:
                 value = inputs[name]
                 if isinstance(value, DeviceArray) and value.nbytes > limit:
@@ -182,5 +186,12 @@ def _shape(value: Input) -> tuple[int, ...]:
 
 def _result_shape(op: str, inputs: Mapping[str, Input]) -> tuple[int, ...]:
     """The op table's shape rule (which also checks the inputs); () for scalar results."""
-    shape = result_shape(op, {name: _shape(inputs[name]) for name in OPS[op].input_names})
+    return _shape_rule(op, tuple(_shape(inputs[name]) for name in _INPUT_NAMES[op]))
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape_rule(op: str, shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+    """_result_shape for the input shapes in the op's order, remembered: recording checks
+    the same shapes again and again (a ShapeError is raised, not remembered)."""
+    shape = result_shape(op, dict(zip(_INPUT_NAMES[op], shapes, strict=True)))
     return () if OPS[op].result.ndim == 0 else shape
