@@ -62,8 +62,8 @@ class Recording:
         return -(-nbytes // self._alignment) * self._alignment
 
     def groups(self, items: int) -> int:
-        wanted = math.ceil(items / self.geometry.workgroup_size)
-        return max(1, min(wanted, self.geometry.max_groups))
+        geometry = self.geometry
+        return max(1, min(-(-items // geometry.workgroup_size), geometry.max_groups))
 
     def dispatch(
         self,

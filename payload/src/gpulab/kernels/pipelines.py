@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gpulab.vk import (
     Buffer,
@@ -21,11 +22,11 @@ from gpulab.vk import (
     DescriptorSet,
     DescriptorSetLayout,
     Device,
-    OutOfPoolMemory,
     PipelineCache,
     PipelineLayout,
     ShaderModule,
 )
+from gpulab.vk.buffer import closed_buffers
 
 PUSH_CONSTANT_BYTES = 32
 """One push-constant range for every kernel (the largest, jacobi's, takes 20 bytes)."""
@@ -119,7 +120,8 @@ class PipelineCatalog:
         self._pools: list[DescriptorPool] = []
         self._current = 0
         # The key holds its buffers, so their ids cannot be reused while the entry lives.
-        self._sets: OrderedDict[Bindings, DescriptorSet] = OrderedDict()
+        # Each entry: the set, and closed_buffers() when its buffers were last seen open.
+        self._sets: OrderedDict[Bindings, list[Any]] = OrderedDict()
 
     def shader_name(self, family: str) -> str:
         """The build of `family` (reduce, matvec, jacobi) this device can run."""
@@ -161,15 +163,18 @@ class PipelineCatalog:
         """The set pointing at these bindings: written on first use, then reused while every
         buffer in it is open (a closed buffer's sets are never bound again)."""
         key = tuple(bindings)
-        found = self._sets.get(key)
-        if found is not None:
-            if _usable(found, key):
+        entry = self._sets.get(key)
+        if entry is not None:
+            closed = closed_buffers()
+            if entry[1] == closed or _usable(entry[0], key):
+                entry[1] = closed
                 self._sets.move_to_end(key)
+                found: DescriptorSet = entry[0]
                 return found
             del self._sets[key]
         descriptor_set = self._allocate_set(len(key))
         descriptor_set.write_buffers(key)
-        self._sets[key] = descriptor_set
+        self._sets[key] = [descriptor_set, closed_buffers()]
         if len(self._sets) > CACHED_SETS:
             self._trim_sets()
         return descriptor_set
@@ -177,7 +182,7 @@ class PipelineCatalog:
     def _trim_sets(self) -> None:
         """Drop the sets of closed buffers, then the least recently used down to 3/4 of the
         limit. A dropped set is freed when no recording refers to it any more."""
-        stale = [key for key, found in self._sets.items() if not _usable(found, key)]
+        stale = [key for key, entry in self._sets.items() if not _usable(entry[0], key)]
         for key in stale:
             del self._sets[key]
         while len(self._sets) > CACHED_SETS * 3 // 4:
@@ -191,12 +196,9 @@ class PipelineCatalog:
         # freed as the cache drops them and recordings are replaced), a new pool when all are.
         order = self._pools[self._current :] + self._pools[: self._current]
         for offset, pool in enumerate(order):
-            try:
-                descriptor_set = pool.allocate(set_layout)
-            except OutOfPoolMemory:
-                continue
-            self._current = (self._current + offset) % len(self._pools)
-            return descriptor_set
+            if not pool.full:
+                self._current = (self._current + offset) % len(self._pools)
+                return pool.allocate(set_layout)
         pool = DescriptorPool(self.device, _SETS_PER_POOL, _MAX_BINDINGS * _SETS_PER_POOL)
         self._pools.append(pool)
         self._current = len(self._pools) - 1

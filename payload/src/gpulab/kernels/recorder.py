@@ -5,8 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -25,9 +24,8 @@ _ONE_BINDING_OPS = ("matvec", "matmul", "jacobi")
 """Ops whose inputs must each fit one storage binding (the vector ops split beyond it)."""
 
 
-@dataclass(frozen=True)
-class Recorded:
-    """What `Kernels.record` added to the command buffer."""
+class Recorded(NamedTuple):
+    """What `Kernels.record` added to the command buffer (a NamedTuple: made per record())."""
 
     dispatches: int
     status: DeviceArray | None = None
@@ -159,10 +157,13 @@ class Kernels:
         names = _INPUT_NAMES.get(op)
         if names is None:
             raise ValueError(f"unknown op {op!r}")
+        shapes = []
         for name in names:
             if name not in inputs:
                 raise ValueError(f"{op}: missing input {name!r}")
-        expected = _result_shape(op, inputs)
+            value = inputs[name]
+            shapes.append(value.shape if isinstance(value, DeviceArray) else ())
+        expected = _shape_rule(op, tuple(shapes))
         if out.shape != expected:
             raise ValueError(f"{op}: out has shape {out.shape}, the result has {expected}")
         limit = FLOAT_BYTES * self.geometry.binding_elements

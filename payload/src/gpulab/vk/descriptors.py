@@ -52,17 +52,40 @@ class DescriptorPool(VkObject):
         self._own(raw, functools.partial(vk.vkDestroyDescriptorPool, device.raw, raw, None), device)
         self.device = device
         self.max_sets = max_sets
+        # Per set layout, the allocate info (and the layout array it points at), built once.
+        self._allocate_infos: dict[DescriptorSetLayout, tuple[Any, Any]] = {}
+
+    @property
+    def full(self) -> bool:
+        """Whether `max_sets` sets of this pool are live (dead ones drop out of the children)."""
+        return len(self._children) >= self.max_sets
 
     def allocate(self, layout: DescriptorSetLayout) -> DescriptorSet:
         """One set of `layout` from this pool; OutOfPoolMemory when `max_sets` are live.
 
         Checked here because drivers differ: lavapipe hands out sets beyond maxSets.
         """
-        if len(self._children) >= self.max_sets:  # live children only: dead ones drop out
+        if self.full:
             raise OutOfPoolMemory(
                 "vkAllocateDescriptorSets", f"the pool's {self.max_sets} sets are all in use"
             )
         return DescriptorSet(self, layout)
+
+    def _allocate_info(self, layout: DescriptorSetLayout) -> Any:
+        found = self._allocate_infos.get(layout)
+        if found is None:
+            layouts = vk.ffi.new("VkDescriptorSetLayout[1]", [layout.raw])
+            info = vk.ffi.new(
+                "VkDescriptorSetAllocateInfo*",
+                {
+                    "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                    "descriptorPool": self.raw,
+                    "descriptorSetCount": 1,
+                    "pSetLayouts": layouts,
+                },
+            )
+            found = self._allocate_infos[layout] = (info, layouts)
+        return found[0]
 
 
 class DescriptorSet(VkObject):
@@ -70,26 +93,17 @@ class DescriptorSet(VkObject):
 
     def __init__(self, pool: DescriptorPool, layout: DescriptorSetLayout) -> None:
         device = pool.device
-        ffi = vk.ffi
-        raw_layouts = ffi.new("VkDescriptorSetLayout[1]", [layout.raw])
-        info = ffi.new(
-            "VkDescriptorSetAllocateInfo*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-                "descriptorPool": pool.raw,
-                "descriptorSetCount": 1,
-                "pSetLayouts": raw_layouts,
-            },
-        )
-        self._lib = raw_lib()
-        array = ffi.new("VkDescriptorSet[1]")
-        check(
-            "vkAllocateDescriptorSets", self._lib.vkAllocateDescriptorSets(device.raw, info, array)
-        )
-        raw = array[0]
-        destroy = functools.partial(vk.vkFreeDescriptorSets, device.raw, pool.raw, 1, [raw])
-        self._own(raw, destroy, pool)
+        lib = raw_lib()
+        array = vk.ffi.new("VkDescriptorSet[1]")
+        # ObjectClosedError for a closed pool or layout (the cached info would not notice).
+        raw_device, raw_pool, _ = device.raw, pool.raw, layout.raw
+        info = pool._allocate_info(layout)
+        check("vkAllocateDescriptorSets", lib.vkAllocateDescriptorSets(raw_device, info, array))
+        # Freed through the loader directly, with the array the handle already sits in.
+        destroy = functools.partial(lib.vkFreeDescriptorSets, raw_device, raw_pool, 1, array)
+        self._own(array[0], destroy, pool)
         self._array = array
+        self._lib = lib
         self.device = device
         self.layout = layout
         self._buffers: tuple[Buffer, ...] = ()
@@ -104,13 +118,13 @@ class DescriptorSet(VkObject):
         """Point bindings 0..n-1 at (buffer, byte offset, byte range) each."""
         ffi = vk.ffi
         count = len(buffers)
-        infos = ffi.new("VkDescriptorBufferInfo[]", count)
+        infos = ffi.new(
+            "VkDescriptorBufferInfo[]", [(b.raw, offset, size) for b, offset, size in buffers]
+        )
         writes = ffi.new("VkWriteDescriptorSet[]", count)
         write_type = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
         raw = self.raw
-        for binding, (buffer, offset, size) in enumerate(buffers):
-            info = infos[binding]
-            info.buffer, info.offset, info.range = buffer.raw, offset, size
+        for binding in range(count):
             write = writes[binding]
             write.sType, write.dstSet, write.dstBinding = write_type, raw, binding
             write.descriptorCount, write.descriptorType = 1, STORAGE_BUFFER
