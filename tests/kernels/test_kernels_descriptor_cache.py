@@ -194,3 +194,14 @@ def test_a_freed_input_is_not_read_through_a_stale_set(
             x.write(np.full(n, value, dtype=np.float32))
             _run(device, kernels, [("scale", {"x": x.array, "a": 1.0}, out.array)])
         np.testing.assert_array_equal(out.read(), np.full(n, value, dtype=np.float32))
+
+
+def test_a_mapping_and_its_pairs_name_the_same_pipeline(catalog: PipelineCatalog) -> None:
+    pairs = ((0, 64), (1, True), (2, False), (3, False))
+    made = catalog.pipeline("elementwise", 4, pairs)
+    assert catalog.pipeline("elementwise", 4, {3: False, 2: False, 1: True, 0: 64}) is made
+    assert (
+        catalog.pipeline("elementwise", 4, ((0, 64), (1, False), (2, False), (3, False)))
+        is not made
+    )
+    catalog.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray
@@ -68,8 +68,8 @@ class Recording:
     def dispatch(
         self,
         shader: str,
-        specialization: Specialization,
-        bindings: tuple[Binding, ...],
+        specialization: Specialization | Mapping[int, int | float | bool],
+        bindings: Sequence[Binding],
         push: bytes,
         groups: tuple[int, int, int],
     ) -> None:

@@ -11,7 +11,7 @@ the device reports.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,10 +140,15 @@ class PipelineCatalog:
         return self._layouts[bindings]
 
     def pipeline(
-        self, shader: str, bindings: int, specialization: Specialization
+        self,
+        shader: str,
+        bindings: int,
+        specialization: Specialization | Mapping[int, int | float | bool],
     ) -> ComputePipeline:
-        """The pipeline of `shader` with these (constant id, value) pairs, in id order (made
-        once; the pairs are the cache key as given)."""
+        """The pipeline of `shader` with these specialization constants (made once): (id,
+        value) pairs in id order, the cache key as given, or a mapping of id to value."""
+        if not isinstance(specialization, tuple):
+            specialization = tuple(sorted(specialization.items()))
         key = (shader, specialization)
         found = self._pipelines.get(key)
         if found is None:
