@@ -187,7 +187,13 @@ class PipelineCatalog:
     def _trim_sets(self) -> None:
         """Drop the sets of closed buffers, then the least recently used down to 3/4 of the
         limit. A dropped set is freed when no recording refers to it any more."""
-        stale = [key for key, entry in self._sets.items() if not _usable(entry[0], key)]
+        closed = closed_buffers()
+        stale = []
+        for key, entry in self._sets.items():
+            if entry[1] != closed:  # else: no buffer was closed since it was last looked at
+                if not _usable(entry[0], key):
+                    stale.append(key)
+                entry[1] = closed
         for key in stale:
             del self._sets[key]
         while len(self._sets) > CACHED_SETS * 3 // 4:

@@ -121,14 +121,12 @@ class DescriptorSet(VkObject):
         infos = ffi.new(
             "VkDescriptorBufferInfo[]", [(b.raw, offset, size) for b, offset, size in buffers]
         )
-        writes = ffi.new("VkWriteDescriptorSet[]", count)
-        write_type = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
-        raw = self.raw
-        for binding in range(count):
-            write = writes[binding]
-            write.sType, write.dstSet, write.dstBinding = write_type, raw, binding
-            write.descriptorCount, write.descriptorType = 1, STORAGE_BUFFER
-            write.pBufferInfo = infos + binding
-        self._lib.vkUpdateDescriptorSets(self.device.raw, count, writes, 0, ffi.NULL)
+        # One write for all: an update of more descriptors than binding 0 holds continues in
+        # bindings 1, 2, ... (all alike here: one storage buffer each, for compute).
+        write = ffi.new("VkWriteDescriptorSet*")
+        write.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+        write.dstSet, write.descriptorCount, write.descriptorType = self.raw, count, STORAGE_BUFFER
+        write.pBufferInfo = infos
+        self._lib.vkUpdateDescriptorSets(self.device.raw, 1, write, 0, ffi.NULL)
         # The set refers to these buffers now: keep them alive as long as it.
         self._buffers = tuple(buffer for buffer, _, _ in buffers)
