@@ -86,8 +86,8 @@ class CommandBuffer(VkObject):
     referenced until then.
 
     The recording methods call the loader directly with prebuilt cffi structs (the binding's
-    struct builders cost tens of microseconds per command), and skip binding a pipeline or a
-    descriptor set that is bound already.
+    per-call struct builders were most of the cost of recording), and skip binding a pipeline
+    or a descriptor set that is bound already.
     """
 
     def __init__(self, pool: CommandPool) -> None:

@@ -118,6 +118,8 @@ class DescriptorSet(VkObject):
         """Point bindings 0..n-1 at (buffer, byte offset, byte range) each."""
         ffi = vk.ffi
         count = len(buffers)
+        if count == 0:
+            return
         infos = ffi.new(
             "VkDescriptorBufferInfo[]", [(b.raw, offset, size) for b, offset, size in buffers]
         )
