@@ -37,6 +37,8 @@ def test_bench_writes_rows_with_the_contract_keys(tmp_path: Path) -> None:
     assert max(r["pct_of_copy_peak"] for r in measured if r["op"] == "copy") == pytest.approx(100)
     overhead = next(r for r in rows if r["op"] == "dispatch_overhead")
     assert overhead["gpu_us_per_dispatch"] > 0 and overhead["record_us_per_dispatch"] > 0
+    assert overhead["record_rebind_us_per_dispatch"] > 0
+    assert overhead["record_fresh_us_per_dispatch"] > 0
     assert "copy peak" in done.stdout
     assert "dispatch overhead" in done.stdout
     assert "[" in done.stderr  # the progress bar

@@ -14,6 +14,7 @@ from gpulab.vk import (
     DeviceMemory,
     Fence,
     NotReady,
+    ObjectClosedError,
     OutOfPoolMemory,
     PipelineCache,
     PipelineLayout,
@@ -126,3 +127,17 @@ def test_submitting_an_unrecorded_command_buffer_is_refused(device: Device) -> N
     command = CommandPool(device).allocate()
     with pytest.raises(ValueError, match="no finished recording"):
         device.submit(command)
+
+
+def test_a_closed_layout_or_pool_allocates_no_set(device: Device) -> None:
+    """The pool builds its allocate info once per layout; a closed layout or pool is still
+    refused."""
+    layout = DescriptorSetLayout(device, 1)
+    pool = DescriptorPool(device, 4, 4)
+    assert not pool.allocate(layout).closed
+    layout.close()
+    with pytest.raises(ObjectClosedError):
+        pool.allocate(layout)
+    pool.close()
+    with pytest.raises(ObjectClosedError):
+        pool.allocate(DescriptorSetLayout(device, 1))

@@ -6,7 +6,8 @@ same repeats. GB/s = bytes the op must read and write / GPU time; `pct_of_copy_p
 that to the best copy kernel bandwidth measured in the same run. `--compare torch|cupy` runs
 the same ops through that library on the same GPU in this process (CUDA events) and prints
 the ratio. The dispatch overhead rows give GPU time per dispatch when many are batched, the
-Python recording cost per dispatch, and one submit + fence wait.
+Python recording cost per dispatch (repeated, rebinding, and on arrays not seen before), and
+one submit + fence wait.
 """
 
 from __future__ import annotations
@@ -200,21 +201,48 @@ class VulkanBench:
             "dispatches_per_op": dispatches // repeat,
         }
 
+    def _record_seconds(self, steps: list[tuple[str, dict[str, Input], DeviceArray]]) -> float:
+        """Python seconds per record() of `steps`, recorded in order into one command buffer
+        (not submitted)."""
+        cmd = self.cmd
+        cmd.begin()
+        start = time.thread_time()
+        for op, inputs, out in steps:
+            self.kernels.record(cmd, op, inputs, out)
+        seconds = (time.thread_time() - start) / len(steps)
+        cmd.end()
+        return seconds
+
     def overhead(self) -> dict[str, Any]:
-        """GPU and recording time per dispatch in a batch, and one submit + wait."""
+        """GPU and recording time per dispatch in a batch, and one submit + wait.
+
+        Recording is timed three ways: the same op on the same arrays (nothing to bind again),
+        two ops on two pairs of arrays in turn (a pipeline and a cached descriptor set bound
+        per dispatch), and every dispatch on arrays not seen before (a descriptor set
+        allocated and written per dispatch). Recording runs on this thread only, so its
+        cost is this thread's CPU time: on a busy host, wall time adds what else ran.
+        """
+        step = max(4, self.device.info.min_storage_buffer_offset_alignment // 4)
         with (
             OwnedArray(self.device, (4,), mappable=False) as x,
             OwnedArray(self.device, (4,), mappable=False) as out,
+            OwnedArray(self.device, (4,), mappable=False) as other,
+            OwnedArray(self.device, (OVERHEAD_DISPATCHES * step,), mappable=False) as fresh,
         ):
             inputs: dict[str, Input] = {"x": x.array, "a": 2.0}
+            pair: list[tuple[str, dict[str, Input], DeviceArray]] = [
+                ("scale", inputs, out.array),
+                ("add", {"x": out.array, "y": x.array}, other.array),
+            ]
+            self._record_seconds(pair)  # makes the pipelines: not part of recording
             cmd = self.cmd
             cmd.begin()
             cmd.reset_queries(self.queries)
             cmd.write_timestamp(self.queries, 0)
-            start = time.perf_counter()
+            start = time.thread_time()
             for _ in range(OVERHEAD_DISPATCHES):
                 self.kernels.record(cmd, "scale", inputs, out.array)
-            recording = (time.perf_counter() - start) / OVERHEAD_DISPATCHES
+            recording = (time.thread_time() - start) / OVERHEAD_DISPATCHES
             cmd.write_timestamp(self.queries, 1)
             cmd.end()
             gpu = min(self._submit()[0] for _ in range(TRIALS)) / OVERHEAD_DISPATCHES
@@ -226,6 +254,13 @@ class VulkanBench:
             cmd.end()
             round_trip = min(self._submit()[1] for _ in range(20))
             self.device.wait_idle()
+            rebinding = self._record_seconds(pair * (OVERHEAD_DISPATCHES // 2))
+            unseen = [
+                DeviceArray(fresh.buffer, (4,), 4 * step * i) for i in range(OVERHEAD_DISPATCHES)
+            ]
+            first_use = self._record_seconds(
+                [("scale", {"x": array, "a": 2.0}, out.array) for array in unseen]
+            )
         return {
             "op": "dispatch_overhead",
             "n": OVERHEAD_DISPATCHES,
@@ -234,6 +269,8 @@ class VulkanBench:
             "time_ms": gpu * 1e3,
             "gpu_us_per_dispatch": gpu * 1e6,
             "record_us_per_dispatch": recording * 1e6,
+            "record_rebind_us_per_dispatch": rebinding * 1e6,
+            "record_fresh_us_per_dispatch": first_use * 1e6,
             "submit_wait_us": round_trip * 1e6,
         }
 
@@ -332,7 +369,9 @@ def table(result: dict[str, Any]) -> str:
         if row["op"] == "dispatch_overhead":
             lines.append(
                 f"dispatch overhead: {row['gpu_us_per_dispatch']:.2f} us GPU per batched dispatch, "
-                f"{row['record_us_per_dispatch']:.1f} us Python recording per dispatch, "
+                f"{row['record_us_per_dispatch']:.1f} us Python recording per dispatch "
+                f"({row['record_rebind_us_per_dispatch']:.1f} binding pipeline and set each "
+                f"time, {row['record_fresh_us_per_dispatch']:.1f} on arrays not seen before), "
                 f"{row['submit_wait_us']:.0f} us per submit + fence wait"
             )
             continue

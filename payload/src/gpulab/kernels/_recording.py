@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+import struct
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray
-from gpulab.kernels.pipelines import PipelineCatalog
-from gpulab.vk import Buffer, CommandBuffer, pack_push_constants
+from gpulab.kernels.pipelines import PipelineCatalog, Specialization
+from gpulab.vk import Buffer, CommandBuffer
 
 Scratch = Callable[[int], DeviceArray]
 """nbytes -> a DeviceArray of at least that many bytes, alive until the submission is done."""
@@ -22,9 +23,14 @@ _COMBINE = {"sum": 0, "min": 1, "max": 2, "dot": 0, "l2_norm": 0}
 _FLOATS_PER_INVOCATION = 16  # reduce.glsl: four vec4 loads per loop iteration
 _STATUS_WORDS = 8  # jacobi.glsl's status
 
-
-def _bool(value: bool) -> int:
-    return 1 if value else 0
+# Each kernel's push constants (u: uint32, f: float32), packed by a prebuilt Struct.
+_FILL_PUSH = struct.Struct("<IffI").pack  # count, value, step, period
+_COPY_PUSH = struct.Struct("<I").pack  # vec4 count
+_ELEMENTWISE_PUSH = struct.Struct("<IIfI").pack  # count, vec4, literal a, unused
+_REDUCE_PUSH = struct.Struct("<IIII").pack  # count, vec4, first partial, finish
+_MATVEC_PUSH = struct.Struct("<III").pack  # m, n, vec4
+_MATMUL_PUSH = struct.Struct("<III").pack  # m, k, n
+_JACOBI_PUSH = struct.Struct("<IIIIf").pack  # n, step, check every, use tolerance, tolerance
 
 
 class Recording:
@@ -56,26 +62,23 @@ class Recording:
         return -(-nbytes // self._alignment) * self._alignment
 
     def groups(self, items: int) -> int:
-        wanted = math.ceil(items / self.geometry.workgroup_size)
-        return max(1, min(wanted, self.geometry.max_groups))
+        geometry = self.geometry
+        return max(1, min(-(-items // geometry.workgroup_size), geometry.max_groups))
 
     def dispatch(
         self,
         shader: str,
-        specialization: dict[int, int | float | bool],
-        bindings: list[Binding],
+        specialization: Specialization | Mapping[int, int | float | bool],
+        bindings: Sequence[Binding],
         push: bytes,
         groups: tuple[int, int, int],
     ) -> None:
-        count = len(bindings)
-        pipeline = self.catalog.pipeline(shader, count, specialization)
-        _, layout = self.catalog.layout(count)
-        descriptor_set = self.catalog.descriptor_set(count)
-        descriptor_set.write_buffers(bindings)
-        self.cmd.bind_pipeline(pipeline)
-        self.cmd.bind_descriptor_sets(layout, [descriptor_set])
-        self.cmd.push_constants(layout, push)
-        self.cmd.dispatch(*groups)
+        pipeline = self.catalog.pipeline(shader, len(bindings), specialization)
+        cmd, layout = self.cmd, pipeline.layout
+        cmd.bind_pipeline(pipeline)
+        cmd.bind_descriptor_sets(layout, (self.catalog.descriptor_set(bindings),))
+        cmd.push_constants(layout, push)
+        cmd.dispatch(*groups)
         self.dispatches += 1
 
     def barrier(self) -> None:
@@ -128,11 +131,11 @@ class Recording:
         chunk = self.geometry.binding_elements
         for first in range(0, out.size, chunk):
             count = min(chunk, out.size - first)
-            push = pack_push_constants(count, float(value), float(step), period)
+            push = _FILL_PUSH(count, value, step, period)
             self.dispatch(
                 "fill",
-                {0: self.geometry.workgroup_size},
-                [out.elements(first, count)],
+                ((0, self.geometry.workgroup_size),),
+                (out.elements(first, count),),
                 push,
                 (self.groups(count), 1, 1),
             )
@@ -146,9 +149,9 @@ class Recording:
             count = min(chunk, x.size - first)
             self.dispatch(
                 "copy",
-                {0: self.geometry.workgroup_size},
-                [x.elements(first, count), out.elements(first, count)],
-                pack_push_constants(count // 4),
+                ((0, self.geometry.workgroup_size),),
+                (x.elements(first, count), out.elements(first, count)),
+                _COPY_PUSH(count // 4),
                 (self.groups(count // 4), 1, 1),
             )
         self.barrier()
@@ -157,25 +160,26 @@ class Recording:
         self, x: DeviceArray, y: DeviceArray | None, a: Input, out: DeviceArray, *, divide: bool
     ) -> None:
         from_buffer = isinstance(a, DeviceArray)
-        specialization: dict[int, int | float | bool] = {
-            0: self.geometry.workgroup_size,
-            1: y is not None,
-            2: divide,
-            3: from_buffer,
-        }
+        specialization = (
+            (0, self.geometry.workgroup_size),
+            (1, y is not None),
+            (2, divide),
+            (3, from_buffer),
+        )
+        literal = 0.0 if isinstance(a, DeviceArray) else float(a)
         chunk = self.geometry.binding_elements
-        for first in range(0, x.size, chunk):
-            count = min(chunk, x.size - first)
+        size = x.size
+        for first in range(0, size, chunk):
+            count = min(chunk, size - first)
             xb = x.elements(first, count)
             yb = y.elements(first, count) if y is not None else xb
             ob = out.elements(first, count)
             sb = a.elements(0, 1) if isinstance(a, DeviceArray) else xb
-            vec4 = all(binding[1] % 16 == 0 for binding in (xb, yb, ob))
-            literal = 0.0 if isinstance(a, DeviceArray) else float(a)
-            push = pack_push_constants(count, _bool(vec4), literal, 0)
-            items = math.ceil(count / 4) if vec4 else count
+            vec4 = xb[1] % 16 == 0 and yb[1] % 16 == 0 and ob[1] % 16 == 0
+            push = _ELEMENTWISE_PUSH(count, vec4, literal, 0)
+            items = -(-count // 4) if vec4 else count
             self.dispatch(
-                "elementwise", specialization, [xb, yb, ob, sb], push, (self.groups(items), 1, 1)
+                "elementwise", specialization, (xb, yb, ob, sb), push, (self.groups(items), 1, 1)
             )
         self.barrier()
 
@@ -198,7 +202,7 @@ class Recording:
         chunk = self.geometry.binding_elements
         per_group = self.geometry.workgroup_size * _FLOATS_PER_INVOCATION
         shader = self.catalog.shader_name("reduce")
-        specialization: dict[int, int | float | bool] = {0: self.geometry.workgroup_size, 1: code}
+        specialization = ((0, self.geometry.workgroup_size), (1, code))
         written = 0
         for first in range(0, x.size, chunk):
             count = min(chunk, x.size - first)
@@ -206,8 +210,8 @@ class Recording:
             xb = x.elements(first, count)
             yb = y.elements(first, count) if y is not None else xb
             vec4 = xb[1] % 16 == 0 and yb[1] % 16 == 0
-            push = pack_push_constants(count, _bool(vec4), written, _bool(finish))
-            self.dispatch(shader, specialization, [xb, yb, target.binding()], push, (groups, 1, 1))
+            push = _REDUCE_PUSH(count, vec4, written, finish)
+            self.dispatch(shader, specialization, (xb, yb, target.binding()), push, (groups, 1, 1))
             written += groups
         self.barrier()
 
@@ -246,9 +250,9 @@ class Recording:
         vec4 = n % 4 == 0 and a.offset % 16 == 0 and x.offset % 16 == 0
         self.dispatch(
             self.catalog.shader_name("matvec"),
-            {0: self.geometry.workgroup_size},
-            [a.binding(), x.binding(), out.binding()],
-            pack_push_constants(m, n, _bool(vec4)),
+            ((0, self.geometry.workgroup_size),),
+            (a.binding(), x.binding(), out.binding()),
+            _MATVEC_PUSH(m, n, vec4),
             (min(m, self.geometry.max_groups), 1, 1),
         )
         self.barrier()
@@ -266,9 +270,9 @@ class Recording:
             raise ValueError(f"matmul: a {m}x{n} result needs more workgroups than the device has")
         self.dispatch(
             "matmul",
-            {0: self.geometry.matmul_tile, 1: self.geometry.matmul_depth},
-            [a.binding(), b.binding(), out.binding()],
-            pack_push_constants(m, k, n),
+            ((0, self.geometry.matmul_tile), (1, self.geometry.matmul_depth)),
+            (a.binding(), b.binding(), out.binding()),
+            _MATMUL_PUSH(m, k, n),
             groups,
         )
         self.barrier()
@@ -296,29 +300,28 @@ class Recording:
         buffers = (out, other) if iterations % 2 == 0 else (other, out)
         self.fill(buffers[0], 0.0)
         shader = self.catalog.shader_name("jacobi")
-        pipeline = self.catalog.pipeline(shader, 5, {0: self.geometry.workgroup_size})
-        _, layout = self.catalog.layout(5)
+        pipeline = self.catalog.pipeline(shader, 5, ((0, self.geometry.workgroup_size),))
+        layout = pipeline.layout
         # Two descriptor sets, one per direction of the ping-pong, bound alternately.
-        sets = []
-        for parity in (0, 1):
-            descriptor_set = self.catalog.descriptor_set(5)
-            descriptor_set.write_buffers(
-                [
+        sets = [
+            self.catalog.descriptor_set(
+                (
                     a.binding(),
                     b.binding(),
                     buffers[parity].binding(),
                     buffers[1 - parity].binding(),
                     status.binding(),
-                ]
+                )
             )
-            sets.append(descriptor_set)
+            for parity in (0, 1)
+        ]
         use_tolerance = tolerance is not None
         limit = float(tolerance) if tolerance is not None else 0.0
         groups = min(n, self.geometry.max_groups)
         self.cmd.bind_pipeline(pipeline)
         for step in range(iterations):
-            self.cmd.bind_descriptor_sets(layout, [sets[step % 2]])
-            push = pack_push_constants(n, step, check_every, _bool(use_tolerance), limit)
+            self.cmd.bind_descriptor_sets(layout, (sets[step % 2],))
+            push = _JACOBI_PUSH(n, step, check_every, use_tolerance, limit)
             self.cmd.push_constants(layout, push)
             self.cmd.dispatch(groups)
             self.dispatches += 1

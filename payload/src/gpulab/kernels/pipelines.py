@@ -1,5 +1,8 @@
 """The compute pipelines of one device: made on first use, cached by shader and specialization.
 
+Descriptor sets are cached too, by the (buffer, offset, range) bindings they point at: a set
+is written once and never changed, so recordings (even ones in flight) can share it.
+
 Workgroup sizes and tiles come from the device's limits; the reduction, matvec and jacobi
 shaders come in a subgroup-arithmetic build and a shared-memory-only build, picked by what
 the device reports.
@@ -7,19 +10,23 @@ the device reports.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gpulab.vk import (
+    Buffer,
     ComputePipeline,
     DescriptorPool,
     DescriptorSet,
     DescriptorSetLayout,
     Device,
-    OutOfPoolMemory,
     PipelineCache,
     PipelineLayout,
     ShaderModule,
 )
+from gpulab.vk.buffer import closed_buffers
 
 PUSH_CONSTANT_BYTES = 64
 """One push-constant range for every kernel (the largest, uniform's, takes 52 bytes; every
@@ -29,8 +36,13 @@ _MATMUL_WORK = 4  # outputs per invocation along each dimension (matmul.comp's W
 _MATMUL_DEPTH = 16
 _SETS_PER_POOL = 256
 _MAX_BINDINGS = 5
+CACHED_SETS = 1024
+"""Descriptor sets kept for reuse per device; beyond it, sets of closed buffers go first, then
+the least recently used."""
 
 Specialization = tuple[tuple[int, int | float | bool], ...]
+Bindings = tuple[tuple[Buffer, int, int], ...]
+"""(buffer, byte offset, byte range) of bindings 0..n-1: a descriptor set's contents."""
 
 
 def _power_of_two_at_most(limit: int) -> int:
@@ -108,6 +120,9 @@ class PipelineCatalog:
         self._pipelines: dict[tuple[str, Specialization], ComputePipeline] = {}
         self._pools: list[DescriptorPool] = []
         self._current = 0
+        # The key holds its buffers, so their ids cannot be reused while the entry lives.
+        # Each entry: the set, and closed_buffers() when its buffers were last seen open.
+        self._sets: OrderedDict[Bindings, list[Any]] = OrderedDict()
 
     def shader_name(self, family: str) -> str:
         """The build of `family` (reduce, matvec, jacobi) this device can run."""
@@ -126,34 +141,76 @@ class PipelineCatalog:
         return self._layouts[bindings]
 
     def pipeline(
-        self, shader: str, bindings: int, specialization: dict[int, int | float | bool]
+        self,
+        shader: str,
+        bindings: int,
+        specialization: Specialization | Mapping[int, int | float | bool],
     ) -> ComputePipeline:
-        """The pipeline of `shader` with these specialization constants (made once)."""
-        key = (shader, tuple(sorted(specialization.items())))
+        """The pipeline of `shader` with these specialization constants (made once): (id,
+        value) pairs in id order, the cache key as given, or a mapping of id to value."""
+        if not isinstance(specialization, tuple):
+            specialization = tuple(sorted(specialization.items()))
+        key = (shader, specialization)
         found = self._pipelines.get(key)
         if found is None:
             _, layout = self.layout(bindings)
             with ShaderModule.packaged(self.device, shader) as module:
                 found = ComputePipeline(
-                    self.device, layout, module, specialization=specialization, cache=self._cache
+                    self.device,
+                    layout,
+                    module,
+                    specialization=dict(specialization),
+                    cache=self._cache,
                 )
             self._pipelines[key] = found
         return found
 
-    def descriptor_set(self, bindings: int) -> DescriptorSet:
+    def descriptor_set(self, bindings: Sequence[tuple[Buffer, int, int]]) -> DescriptorSet:
+        """The set pointing at these bindings: written on first use, then reused while every
+        buffer in it is open (a closed buffer's sets are never bound again)."""
+        key = tuple(bindings)
+        entry = self._sets.get(key)
+        if entry is not None:
+            closed = closed_buffers()
+            if entry[1] == closed or _usable(entry[0], key):
+                entry[1] = closed
+                self._sets.move_to_end(key)
+                found: DescriptorSet = entry[0]
+                return found
+            del self._sets[key]
+        descriptor_set = self._allocate_set(len(key))
+        descriptor_set.write_buffers(key)
+        self._sets[key] = [descriptor_set, closed_buffers()]
+        if len(self._sets) > CACHED_SETS:
+            self._trim_sets()
+        return descriptor_set
+
+    def _trim_sets(self) -> None:
+        """Drop the sets of closed buffers, then the least recently used down to 3/4 of the
+        limit. A dropped set is freed when no recording refers to it any more."""
+        closed = closed_buffers()
+        stale = []
+        for key, entry in self._sets.items():
+            if entry[1] != closed:  # else: no buffer was closed since it was last looked at
+                if not _usable(entry[0], key):
+                    stale.append(key)
+                entry[1] = closed
+        for key in stale:
+            del self._sets[key]
+        while len(self._sets) > CACHED_SETS * 3 // 4:
+            self._sets.popitem(last=False)
+
+    def _allocate_set(self, bindings: int) -> DescriptorSet:
         """A fresh set for `bindings` buffers; freed when the last reference to it goes
-        (command buffers keep theirs until they are re-recorded)."""
+        (the cache and the command buffers that bound it)."""
         set_layout, _ = self.layout(bindings)
         # The pool that served last first; the others only when it is full (their sets are
-        # freed as recordings are replaced), a new pool when all are.
+        # freed as the cache drops them and recordings are replaced), a new pool when all are.
         order = self._pools[self._current :] + self._pools[: self._current]
         for offset, pool in enumerate(order):
-            try:
-                descriptor_set = pool.allocate(set_layout)
-            except OutOfPoolMemory:
-                continue
-            self._current = (self._current + offset) % len(self._pools)
-            return descriptor_set
+            if not pool.full:
+                self._current = (self._current + offset) % len(self._pools)
+                return pool.allocate(set_layout)
         pool = DescriptorPool(self.device, _SETS_PER_POOL, _MAX_BINDINGS * _SETS_PER_POOL)
         self._pools.append(pool)
         self._current = len(self._pools) - 1
@@ -161,6 +218,7 @@ class PipelineCatalog:
 
     def close(self) -> None:
         """Destroy everything made here (descriptor sets of live recordings included)."""
+        self._sets.clear()
         for pool in self._pools:
             pool.close()
         for pipeline in self._pipelines.values():
@@ -170,3 +228,8 @@ class PipelineCatalog:
             set_layout.close()
         self._cache.close()
         self._pools, self._pipelines, self._layouts, self._current = [], {}, {}, 0
+
+
+def _usable(descriptor_set: DescriptorSet, bindings: Bindings) -> bool:
+    """Whether a cached set may be bound again: it and every buffer it points at are open."""
+    return not descriptor_set.closed and all(not buffer.closed for buffer, _, _ in bindings)

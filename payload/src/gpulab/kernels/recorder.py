@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -20,11 +20,13 @@ EXTRA_OPS = ("copy", "fill")
 """Ops beyond the contract: copy (x -> out, a multiple of 4 elements: bench's bandwidth
 ceiling) and fill (out[i] = value + step * (i % period); inputs {"value": v}, params step and
 period)."""
+_INPUT_NAMES = {op: spec.input_names for op, spec in OPS.items()}
+_ONE_BINDING_OPS = ("matvec", "matmul", "jacobi")
+"""Ops whose inputs must each fit one storage binding (the vector ops split beyond it)."""
 
 
-@dataclass(frozen=True)
-class Recorded:
-    """What `Kernels.record` added to the command buffer."""
+class Recorded(NamedTuple):
+    """What `Kernels.record` added to the command buffer (a NamedTuple: made per record())."""
 
     dispatches: int
     status: DeviceArray | None = None
@@ -52,7 +54,8 @@ class Kernels:
         self.device = device
         self.geometry: Geometry = geometry(device, max_binding_bytes, subgroups)
         self._catalog = PipelineCatalog(device, self.geometry)
-        self._alignment = math.lcm(16, device.info.min_storage_buffer_offset_alignment)
+        self._offset_alignment = device.info.min_storage_buffer_offset_alignment
+        self._alignment = math.lcm(16, self._offset_alignment)
 
     # --- the recording API -------------------------------------------------------------
 
@@ -70,7 +73,7 @@ class Kernels:
 
         Ends with a compute->compute barrier, so that the next record() can read `out`.
         """
-        options = dict(params or {})
+        options = dict(params) if params else {}
         self._check(op, inputs, out)
         recording = Recording(self._catalog, cmd, scratch, self._alignment)
         status = recording.op(op, inputs, out, options)
@@ -155,9 +158,8 @@ class Kernels:
     # --- checks ------------------------------------------------------------------------
 
     def _check(self, op: str, inputs: Mapping[str, Input], out: DeviceArray) -> None:
-        alignment = self.device.info.min_storage_buffer_offset_alignment
-        named = [*inputs.items(), ("out", out)]
-        for name, value in named:
+        alignment = self._offset_alignment
+        for name, value in (*inputs.items(), ("out", out)):
             if isinstance(value, DeviceArray) and value.offset % alignment:
                 raise ValueError(
                     f"{op}: {name!r} starts at byte {value.offset}, not a multiple of the "
@@ -165,17 +167,20 @@ class Kernels:
                 )
         if op in EXTRA_OPS:
             return
-        if op not in OPS:
+        names = _INPUT_NAMES.get(op)
+        if names is None:
             raise ValueError(f"unknown op {op!r}")
-        names = OPS[op].input_names
+        shapes = []
         for name in names:
             if name not in inputs:
                 raise ValueError(f"{op}: missing input {name!r}")
-        expected = _result_shape(op, inputs)
+            value = inputs[name]
+            shapes.append(value.shape if isinstance(value, DeviceArray) else ())
+        expected = _shape_rule(op, tuple(shapes))
         if out.shape != expected:
             raise ValueError(f"{op}: out has shape {out.shape}, the result has {expected}")
         limit = FLOAT_BYTES * self.geometry.binding_elements
-        if op in ("matvec", "matmul", "jacobi"):
+        if op in _ONE_BINDING_OPS:
             for name in names:
                 value = inputs[name]
                 if isinstance(value, DeviceArray) and value.nbytes > limit:
@@ -195,5 +200,12 @@ def _shape(value: Input) -> tuple[int, ...]:
 
 def _result_shape(op: str, inputs: Mapping[str, Input]) -> tuple[int, ...]:
     """The op table's shape rule (which also checks the inputs); () for scalar results."""
-    shape = result_shape(op, {name: _shape(inputs[name]) for name in OPS[op].input_names})
+    return _shape_rule(op, tuple(_shape(inputs[name]) for name in _INPUT_NAMES[op]))
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape_rule(op: str, shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+    """_result_shape for the input shapes in the op's order, remembered: recording checks
+    the same shapes again and again (a ShapeError is raised, not remembered)."""
+    shape = result_shape(op, dict(zip(_INPUT_NAMES[op], shapes, strict=True)))
     return () if OPS[op].result.ndim == 0 else shape

@@ -17,11 +17,20 @@ TRANSFER_SRC = 0x01
 TRANSFER_DST = 0x02
 
 
+def closed_buffers() -> int:
+    """How many buffers this process has closed so far: a cache of things that point at
+    buffers (descriptor sets) has to look at its entries again only when this changed."""
+    return Buffer.closures
+
+
 class Buffer(VkObject):
     """A VkBuffer. Bind it to memory with `bind()`; the buffer keeps that memory referenced.
 
     `next_info` is an extension struct for VkBufferCreateInfo.pNext (say, external memory).
     """
+
+    closures = 0
+    """Buffers closed in this process (see closed_buffers())."""
 
     def __init__(
         self, device: Device, size: int, usage: int = STORAGE, next_info: Any = None
@@ -53,6 +62,12 @@ class Buffer(VkObject):
             )
         vk.vkBindBufferMemory(self.device.raw, self.raw, memory.raw, offset)
         self.memory = memory
+
+    def close(self) -> None:
+        """Destroy the buffer (counted by closed_buffers()). A second call does nothing."""
+        if not self.closed:
+            Buffer.closures += 1
+        super().close()
 
 
 def buffer_with_memory(

@@ -7,7 +7,7 @@ import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from gpulab.vk._binding import vk
+from gpulab.vk._binding import raw_lib, vk
 from gpulab.vk._handle import VkObject
 
 if TYPE_CHECKING:
@@ -44,6 +44,22 @@ _ACCESS_BEFORE = {
     "transfer": _ACCESS_TRANSFER_READ | _ACCESS_TRANSFER_WRITE,
     "host": _ACCESS_HOST_READ,
 }
+_barriers: dict[tuple[str, str], tuple[int, int, Any]] = {}
+"""(source stage, target stage, VkMemoryBarrier) of each (after, before) pair, built on first
+use: recording only points at the struct (vkCmdPipelineBarrier copies what it needs)."""
+
+
+def _memory_barrier(after: str, before: str) -> tuple[int, int, Any]:
+    memory_barrier = vk.ffi.new(
+        "VkMemoryBarrier*",
+        {
+            "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+            "srcAccessMask": _ACCESS_AFTER[after],
+            "dstAccessMask": _ACCESS_BEFORE[before],
+        },
+    )
+    found = _barriers[(after, before)] = (STAGES[after], STAGES[before], memory_barrier)
+    return found
 
 
 class CommandPool(VkObject):
@@ -68,6 +84,10 @@ class CommandBuffer(VkObject):
     Record between `begin()` and `end()`; the recording can be submitted again and again
     (Device.submit) until `begin()` starts a new one. Objects used by the recording are kept
     referenced until then.
+
+    The recording methods call the loader directly with prebuilt cffi structs (the binding's
+    per-call struct builders were most of the cost of recording), and skip binding a pipeline
+    or a descriptor set that is bound already.
     """
 
     def __init__(self, pool: CommandPool) -> None:
@@ -82,11 +102,15 @@ class CommandBuffer(VkObject):
         self.recorded = False
         self._submit_info: Any = None
         self._array = vk.ffi.new("VkCommandBuffer[1]", [raw])
+        self._lib = raw_lib()
         self._used: list[object] = []
+        self._pipeline: ComputePipeline | None = None
+        self._sets: tuple[PipelineLayout, tuple[DescriptorSet, ...]] | None = None
 
     def begin(self) -> None:
         """Start a new recording (replacing the previous one)."""
         self._used = []
+        self._pipeline, self._sets = None, None
         self.recorded = False
         vk.vkBeginCommandBuffer(self.raw, vk.VkCommandBufferBeginInfo())
 
@@ -112,28 +136,43 @@ class CommandBuffer(VkObject):
         return self._submit_info
 
     def bind_pipeline(self, pipeline: ComputePipeline) -> None:
-        """Bind a compute pipeline."""
+        """Bind a compute pipeline (nothing to record when it is bound already)."""
+        raw = self.raw
+        if pipeline is self._pipeline:
+            return
+        self._lib.vkCmdBindPipeline(raw, _COMPUTE_BIND_POINT, pipeline.raw)
         self._used.append(pipeline)
-        vk.vkCmdBindPipeline(self.raw, _COMPUTE_BIND_POINT, pipeline.raw)
+        self._pipeline = pipeline
 
     def bind_descriptor_sets(
         self, layout: PipelineLayout, sets: Sequence[DescriptorSet], first_set: int = 0
     ) -> None:
-        """Bind descriptor sets for compute."""
-        self._used.extend(sets)
-        raw_sets = [s.raw for s in sets]
-        vk.vkCmdBindDescriptorSets(
-            self.raw, _COMPUTE_BIND_POINT, layout.raw, first_set, len(raw_sets), raw_sets, 0, None
+        """Bind descriptor sets for compute (nothing to record when these are bound already
+        with this layout: binding a pipeline leaves bound sets alone)."""
+        raw = self.raw
+        bound = (layout, tuple(sets))
+        if first_set == 0 and bound == self._sets:
+            return
+        if len(sets) == 1:
+            raw_sets = sets[0].raw_array
+        else:
+            raw_sets = vk.ffi.new("VkDescriptorSet[]", [s.raw for s in sets])
+        self._lib.vkCmdBindDescriptorSets(
+            raw, _COMPUTE_BIND_POINT, layout.raw, first_set, len(sets), raw_sets, 0, vk.ffi.NULL
         )
+        self._used.extend(sets)
+        self._sets = bound if first_set == 0 else None
 
     def push_constants(self, layout: PipelineLayout, data: bytes, offset: int = 0) -> None:
-        """Push constant bytes (see `pack_push_constants`)."""
-        pointer = vk.ffi.from_buffer(data)
-        vk.vkCmdPushConstants(self.raw, layout.raw, _COMPUTE_STAGE_BIT, offset, len(data), pointer)
+        """Push constant bytes (see `pack_push_constants`); recorded by value."""
+        # cffi passes bytes to a void* parameter as a pointer to their contents.
+        self._lib.vkCmdPushConstants(
+            self.raw, layout.raw, _COMPUTE_STAGE_BIT, offset, len(data), data
+        )
 
     def dispatch(self, x: int, y: int = 1, z: int = 1) -> None:
         """Dispatch x*y*z workgroups of the bound pipeline."""
-        vk.vkCmdDispatch(self.raw, x, y, z)
+        self._lib.vkCmdDispatch(self.raw, x, y, z)
 
     def copy_buffer(
         self, source: Buffer, target: Buffer, size: int, src_offset: int = 0, dst_offset: int = 0
@@ -148,11 +187,11 @@ class CommandBuffer(VkObject):
 
         Stages: "compute", "transfer", "host" (as in STAGES).
         """
-        memory_barrier = vk.VkMemoryBarrier(
-            srcAccessMask=_ACCESS_AFTER[after], dstAccessMask=_ACCESS_BEFORE[before]
-        )
-        vk.vkCmdPipelineBarrier(
-            self.raw, STAGES[after], STAGES[before], 0, 1, [memory_barrier], 0, None, 0, None
+        found = _barriers.get((after, before)) or _memory_barrier(after, before)
+        source, target, memory_barrier = found
+        null = vk.ffi.NULL
+        self._lib.vkCmdPipelineBarrier(
+            self.raw, source, target, 0, 1, memory_barrier, 0, null, 0, null
         )
 
     def reset_queries(
@@ -165,7 +204,7 @@ class CommandBuffer(VkObject):
 
     def write_timestamp(self, pool: TimestampQueryPool, query: int) -> None:
         """Write a timestamp once all earlier commands have completed."""
-        vk.vkCmdWriteTimestamp(self.raw, _STAGE_BOTTOM, pool.raw, query)
+        self._lib.vkCmdWriteTimestamp(self.raw, _STAGE_BOTTOM, pool.raw, query)
 
 
 def pack_push_constants(*values: int | float) -> bytes:

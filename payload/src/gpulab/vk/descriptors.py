@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from gpulab.vk._binding import vk
+from gpulab.vk._binding import check, raw_lib, vk
 from gpulab.vk._handle import VkObject
 from gpulab.vk.errors import OutOfPoolMemory
 
@@ -52,18 +52,40 @@ class DescriptorPool(VkObject):
         self._own(raw, functools.partial(vk.vkDestroyDescriptorPool, device.raw, raw, None), device)
         self.device = device
         self.max_sets = max_sets
+        # Per set layout, the allocate info (and the layout array it points at), built once.
+        self._allocate_infos: dict[DescriptorSetLayout, tuple[Any, Any]] = {}
+
+    @property
+    def full(self) -> bool:
+        """Whether `max_sets` sets of this pool are live (dead ones drop out of the children)."""
+        return len(self._children) >= self.max_sets
 
     def allocate(self, layout: DescriptorSetLayout) -> DescriptorSet:
         """One set of `layout` from this pool; OutOfPoolMemory when `max_sets` are live.
 
         Checked here because drivers differ: lavapipe hands out sets beyond maxSets.
         """
-        live = sum(1 for ref in self._children.values() if ref() is not None)
-        if live >= self.max_sets:
+        if self.full:
             raise OutOfPoolMemory(
                 "vkAllocateDescriptorSets", f"the pool's {self.max_sets} sets are all in use"
             )
         return DescriptorSet(self, layout)
+
+    def _allocate_info(self, layout: DescriptorSetLayout) -> Any:
+        found = self._allocate_infos.get(layout)
+        if found is None:
+            layouts = vk.ffi.new("VkDescriptorSetLayout[1]", [layout.raw])
+            info = vk.ffi.new(
+                "VkDescriptorSetAllocateInfo*",
+                {
+                    "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                    "descriptorPool": self.raw,
+                    "descriptorSetCount": 1,
+                    "pSetLayouts": layouts,
+                },
+            )
+            found = self._allocate_infos[layout] = (info, layouts)
+        return found[0]
 
 
 class DescriptorSet(VkObject):
@@ -71,33 +93,42 @@ class DescriptorSet(VkObject):
 
     def __init__(self, pool: DescriptorPool, layout: DescriptorSetLayout) -> None:
         device = pool.device
-        info = vk.VkDescriptorSetAllocateInfo(
-            descriptorPool=pool.raw, descriptorSetCount=1, pSetLayouts=[layout.raw]
-        )
-        raw = vk.vkAllocateDescriptorSets(device.raw, info)[0]
-        destroy = functools.partial(vk.vkFreeDescriptorSets, device.raw, pool.raw, 1, [raw])
-        self._own(raw, destroy, pool)
+        lib = raw_lib()
+        array = vk.ffi.new("VkDescriptorSet[1]")
+        # ObjectClosedError for a closed pool or layout (the cached info would not notice).
+        raw_device, raw_pool, _ = device.raw, pool.raw, layout.raw
+        info = pool._allocate_info(layout)
+        check("vkAllocateDescriptorSets", lib.vkAllocateDescriptorSets(raw_device, info, array))
+        # Freed through the loader directly, with the array the handle already sits in.
+        destroy = functools.partial(lib.vkFreeDescriptorSets, raw_device, raw_pool, 1, array)
+        self._own(array[0], destroy, pool)
+        self._array = array
+        self._lib = lib
         self.device = device
         self.layout = layout
-        self._buffers: dict[int, Buffer] = {}
+        self._buffers: tuple[Buffer, ...] = ()
+
+    @property
+    def raw_array(self) -> Any:
+        """The handle as a one-element VkDescriptorSet array (what binding calls take)."""
+        _ = self.raw
+        return self._array
 
     def write_buffers(self, buffers: Sequence[tuple[Buffer, int, int]]) -> None:
         """Point bindings 0..n-1 at (buffer, byte offset, byte range) each."""
-        # The buffer infos must outlive the update call: keep them in this list.
-        infos = [
-            vk.VkDescriptorBufferInfo(buffer=buffer.raw, offset=offset, range=size)
-            for buffer, offset, size in buffers
-        ]
-        writes = [
-            vk.VkWriteDescriptorSet(
-                dstSet=self.raw,
-                dstBinding=binding,
-                descriptorCount=1,
-                descriptorType=STORAGE_BUFFER,
-                pBufferInfo=[info],
-            )
-            for binding, info in enumerate(infos)
-        ]
-        vk.vkUpdateDescriptorSets(self.device.raw, len(writes), writes, 0, None)
+        ffi = vk.ffi
+        count = len(buffers)
+        if count == 0:
+            return
+        infos = ffi.new(
+            "VkDescriptorBufferInfo[]", [(b.raw, offset, size) for b, offset, size in buffers]
+        )
+        # One write for all: an update of more descriptors than binding 0 holds continues in
+        # bindings 1, 2, ... (all alike here: one storage buffer each, for compute).
+        write = ffi.new("VkWriteDescriptorSet*")
+        write.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+        write.dstSet, write.descriptorCount, write.descriptorType = self.raw, count, STORAGE_BUFFER
+        write.pBufferInfo = infos
+        self._lib.vkUpdateDescriptorSets(self.device.raw, 1, write, 0, ffi.NULL)
         # The set refers to these buffers now: keep them alive as long as it.
-        self._buffers = {i: buffer for i, (buffer, _, _) in enumerate(buffers)}
+        self._buffers = tuple(buffer for buffer, _, _ in buffers)
