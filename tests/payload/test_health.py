@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -78,6 +80,24 @@ def test_no_driver_exits_3_with_one_line(args: list[str]) -> None:
         assert (result["ok"], result["device"]) == (False, None)
     else:
         assert done.stdout == ""
+
+
+# Mesa's drivers for hardware this machine lacks: the loader starts, then every driver fails.
+ABSENT_HARDWARE_ICDS = sorted(
+    str(p) for p in Path("/usr/share/vulkan/icd.d").glob("*.json") if "lvp_icd" not in p.name
+)
+
+
+@pytest.mark.skipif(not ABSENT_HARDWARE_ICDS, reason="no Vulkan driver for absent hardware here")
+@pytest.mark.parametrize("command", ["health", "devices"])
+def test_drivers_that_find_no_hardware_exit_3(command: str) -> None:
+    # What a lab worker shows with lavapipe's ICD moved away (the drill's fault).
+    icds = ":".join(ABSENT_HARDWARE_ICDS)
+    done = gpulab(command, env=os.environ | {"VK_ICD_FILENAMES": icds, "VK_DRIVER_FILES": icds})
+    assert done.returncode == 3
+    reason = "no Vulkan driver could be initialized (VK_ERROR_INITIALIZATION_FAILED)"
+    assert reason in done.stderr
+    assert done.stderr.count("\n") == 1
 
 
 def test_a_missing_device_index_exits_3() -> None:
