@@ -12,7 +12,7 @@ from typing import Any
 from gpulab._version import __version__
 from gpulab.backends import BACKENDS
 from gpulab.backends.errors import failed_errors, unavailable_errors
-from gpulab.cli import bench_args, run, schema, submit, validate
+from gpulab.cli import bench_args, health, run, schema, submit, validate
 from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
 
 Handler = Callable[[argparse.Namespace], int]
@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_args.add_parser(
         commands, _device_index, _deferred("gpulab.cli.bench", lambda bench, a: bench.main(a))
     )
+    health.add_parser(commands, _device_index)
     submit.add_parser(commands)
     return parser
 

@@ -11,7 +11,7 @@ from typing import Any
 from gpulab._version import __version__
 from gpulab.vk._binding import decode_version, instance_function, make_version, vk
 from gpulab.vk._handle import VkObject
-from gpulab.vk.errors import NoVulkanDevice
+from gpulab.vk.errors import InitializationFailed, NoVulkanDevice
 from gpulab.vk.physical_device import PhysicalDevice
 
 VALIDATION_ENV = "GPULAB_VK_VALIDATION"
@@ -119,7 +119,15 @@ class Instance(VkObject):
     def physical_devices(self) -> list[PhysicalDevice]:
         """Every physical device, in the loader's order (index = position)."""
         if self._physical_devices is None:
-            raws = vk.vkEnumeratePhysicalDevices(self.raw)
+            try:
+                raws = vk.vkEnumeratePhysicalDevices(self.raw)
+            except InitializationFailed:
+                # What the loader says when its drivers (e.g. Mesa's for absent hardware) all
+                # fail to start: no usable device, the contract's "unavailable".
+                raise NoVulkanDevice(
+                    "vkEnumeratePhysicalDevices",
+                    "no Vulkan driver could be initialized (VK_ERROR_INITIALIZATION_FAILED)",
+                ) from None
             self._physical_devices = [PhysicalDevice(self, raw, i) for i, raw in enumerate(raws)]
         return list(self._physical_devices)
 
