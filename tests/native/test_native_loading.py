@@ -12,6 +12,13 @@ import pytest
 from gpulab.native import _ffi
 
 
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache of parsed declarations of the test's own (a changed header adds a module)."""
+    monkeypatch.setenv(_ffi.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
 def test_missing_library_names_the_path_and_the_fix(tmp_path: Path) -> None:
     with pytest.raises(_ffi.NativeUnavailable) as caught:
         _ffi.open_library(_ffi.KERNELS, tmp_path)
@@ -27,7 +34,7 @@ def test_unloadable_library_reports_the_loader_error(tmp_path: Path) -> None:
         _ffi.open_library(_ffi.SUBALLOC, tmp_path)
 
 
-def test_header_from_another_abi_version_is_refused(tmp_path: Path) -> None:
+def test_header_from_another_abi_version_is_refused(tmp_path: Path, cache: Path) -> None:
     source = _ffi.lib_dir()
     (tmp_path / "libgpulab_kernels.so").symlink_to(source / "libgpulab_kernels.so")
     header = (source / "gpulab_kernels.h").read_text()
@@ -52,12 +59,6 @@ def test_gpulab_imports_and_fails_clearly_without_the_libraries(tmp_path: Path) 
     )
     assert f"{tmp_path}/libgpulab_kernels.so not found" in result.stdout
     assert "make native" in result.stdout
-
-
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(_ffi.CACHE_DIR_ENV, str(tmp_path / "cache"))
-    return tmp_path / "cache"
 
 
 def test_parsed_declarations_are_kept_so_the_next_process_needs_no_parser(cache: Path) -> None:
