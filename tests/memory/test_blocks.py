@@ -10,7 +10,7 @@ from gpulab.memory.blocks import BlockAllocator, Region, block_size_for
 from gpulab.memory.errors import OutOfMemoryError
 from gpulab.memory.memory_types import alignment_for
 from gpulab.memory.offsets import FirstFitAllocator
-from gpulab.vk import MemoryType
+from gpulab.vk import MemoryHeap, MemoryType
 
 from .fakes import HEAPS, MIB, TYPES, FakeMemory, fake_blocks
 
@@ -37,6 +37,28 @@ def test_block_size_follows_the_heap_size() -> None:
     assert block_size_for(2 * GIB) == 256 * MIB
     assert block_size_for(512 * MIB) == 64 * MIB
     assert block_size_for(4 * MIB) == 1 * MIB
+
+
+def test_the_first_blocks_of_a_type_start_small_and_double() -> None:
+    made: list[FakeMemory] = []
+
+    def source(memory_type: MemoryType, size: int) -> FakeMemory:
+        made.append(FakeMemory(memory_type, size))
+        return made[-1]
+
+    heaps = (MemoryHeap(0, 140 * GIB, True), MemoryHeap(1, 94 * GIB, False))
+    blocks = BlockAllocator(heaps, TYPES, source, FirstFitAllocator)
+    blocks.allocate(4, 4, "upload", ALL_TYPES)  # a scalar's staging: a 4 MiB block, not 256
+    assert [m.size for m in made] == [4 * MIB]
+    for _ in range(8):
+        blocks.allocate(3 * MIB, 4, "upload", ALL_TYPES)
+    sizes = [m.size for m in made]
+    assert sizes == sorted(sizes) and sizes[1:3] == [8 * MIB, 16 * MIB]
+    blocks.allocate(100 * MIB, 4, "upload", ALL_TYPES)  # large requests reach full blocks
+    assert made[-1].size == 256 * MIB
+    fixed, fixed_made, _ = fake_blocks(block_size=8 * MIB)
+    fixed.allocate(4, 4, "upload", ALL_TYPES)  # a given size is used as it is
+    assert [m.size for m in fixed_made] == [8 * MIB]
 
 
 def test_kinds_pick_their_memory_types() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpulab.memory import MemoryManager, Stager
+from gpulab.memory.staging import PROBE_BYTES
 from gpulab.vk import Device
 
 CHUNK = 1 << 16
@@ -16,7 +17,12 @@ def test_round_trip_across_chunks(device: Device, path: str, threads: int) -> No
     with (
         MemoryManager(device) as manager,
         Stager(
-            manager, chunk_bytes=CHUNK, slots=2, paths={"upload": path, "download": path}
+            manager,
+            chunk_bytes=CHUNK,
+            slots=2,
+            threads=threads,
+            paths={"upload": path, "download": path},
+            threaded_from=0,
         ) as stager,
     ):
         target = manager.allocate(data.nbytes + 12)
@@ -31,15 +37,19 @@ def test_round_trip_across_chunks(device: Device, path: str, threads: int) -> No
 
 
 def test_large_copies_split_over_threads(device: Device) -> None:
-    data = np.arange(3 << 20, dtype=np.uint8)  # above PARALLEL_ABOVE
-    with MemoryManager(device) as manager, Stager(manager, threads=3) as stager:
+    data = np.arange(3 << 20, dtype=np.uint8)
+    with (
+        MemoryManager(device) as manager,
+        Stager(manager, threads=3, threaded_from=1 << 20) as stager,
+    ):
         target = np.zeros_like(data)
         stager.copy(target, data)
         np.testing.assert_array_equal(target, data)
+        assert stager._executor is not None  # started by the first large copy
 
 
 def test_the_path_for_mappable_memory_is_measured(device: Device) -> None:
-    data = np.ones(1 << 16, dtype=np.float32)
+    data = np.ones(PROBE_BYTES // 4, dtype=np.float32)
     with MemoryManager(device) as manager, Stager(manager, chunk_bytes=CHUNK) as stager:
         target = manager.allocate(data.nbytes)  # lavapipe memory is always mappable
         stager.upload(data, target)
@@ -47,6 +57,26 @@ def test_the_path_for_mappable_memory_is_measured(device: Device) -> None:
         assert set(stager.paths) == {"upload", "download"}
         assert set(stager.measurements["upload"]) == {"direct", "staged"}
         assert stager.paths["upload"] in {"direct", "staged"}
+        target.free()
+
+
+def test_a_short_run_starts_no_threads_and_stages_only_what_it_moves(device: Device) -> None:
+    data = np.arange(1 << 20, dtype=np.float32)  # 4 MiB: below the probe and the threads
+    with MemoryManager(device) as manager, Stager(manager, threads=16) as stager:
+        target = manager.allocate(data.nbytes)
+        stager.upload(data, target)  # mappable here: direct, unmeasured
+        np.testing.assert_array_equal(stager.download(target, data.shape), data)
+        assert stager.paths == {} and stager.counts["upload"]["direct"] == 1
+        stager.paths = {"upload": "staged", "download": "staged"}
+        stager.upload(data[:1], target)
+        assert len(stager._rings["upload"]) == 1  # one chunk, not 32 of them
+        stager.upload(data, target)
+        np.testing.assert_array_equal(stager.download(target, data.shape), data)
+        chunk = stager.chunk_for(data.nbytes)
+        for ring in stager._rings.values():
+            assert len(ring) == data.nbytes // chunk
+            assert all(slot.allocation.size == chunk for slot in ring)
+        assert stager._executor is None
         target.free()
 
 

@@ -34,11 +34,15 @@ def vector_sum(n: int, backend: str | None = None) -> dict[str, Any]:
     }
 
 
-def uploaded_sum(n: int) -> dict[str, Any]:
-    """vector_sum whose input is also read on cpu: made on the host and uploaded through
-    staging memory (an input only Vulkan reads is generated on the device instead)."""
+def scaled_sum(n: int) -> dict[str, Any]:
+    """sum(2 x): x and 2 x are on the device at once. x is also read on cpu: made on the host
+    and uploaded (an input only Vulkan reads is generated on the device instead)."""
     graph = vector_sum(n)
-    graph["nodes"].append({"id": "c", "op": "sum", "inputs": {"x": "x"}, "backend": "cpu"})
+    graph["nodes"] = [
+        {"id": "t", "op": "scale", "inputs": {"x": "x", "a": 2.0}},
+        {"id": "s", "op": "sum", "inputs": {"x": "t"}},
+        {"id": "c", "op": "sum", "inputs": {"x": "x"}, "backend": "cpu"},
+    ]
     graph["outputs"].append("c")
     return graph
 
@@ -59,8 +63,8 @@ def test_a_value_larger_than_the_budget_is_exit_4_before_any_allocation(
 def test_running_out_while_allocating_is_exit_4_naming_the_heap(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Each value fits the 6 MiB, the value and its staging buffer together do not.
-    path = write_graph(tmp_path, uploaded_sum(MIB))
+    # Each value fits the 6 MiB, x and 2 x together do not.
+    path = write_graph(tmp_path, scaled_sum(MIB))
     code, out, err = cli(capsys, "run", str(path), "--backend", "vulkan", "--memory-budget", "6M")
     assert (code, out) == (4, "")
     assert err.startswith("gpulab: run failed: out of device memory: ")
@@ -132,7 +136,7 @@ def test_a_node_pinned_to_vulkan_does_not_fall_back(
 
 
 def test_memory_is_released_after_running_out(tmp_path: Path) -> None:
-    big = load_graph(uploaded_sum(MIB))
+    big = load_graph(scaled_sum(MIB))
     small = load_graph(vector_sum(1024))
     with Runner("vulkan", memory_budget=6 * MIB) as runner:
         with pytest.raises(OutOfMemoryError):

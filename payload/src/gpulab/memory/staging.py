@@ -6,10 +6,17 @@ chunk i into the target buffer, host threads fill the next chunks, one whole chu
 memory, where host reads are fast: the device copies ahead into the ring while host threads
 drain it. Each chunk has its own command buffer and fence.
 
+Everything is sized to the transfer at hand, so that a short run stays cheap at both ends:
+a ring holds no more chunks than the transfers so far needed (growing to `slots`), and
+transfers smaller than `threaded_from` run on the calling thread; the host threads are
+started by the first transfer that uses them.
+
 When the target buffer is itself mappable (integrated GPUs, lavapipe, the H200's
 DEVICE_LOCAL|HOST_VISIBLE type), the host could also read or write it directly. Which path
-is faster is measured, not assumed: the first such transfer in each direction times both on
-a probe of up to PROBE_BYTES and keeps the winner (see `paths`).
+is faster is measured, not assumed: the first such transfer in each direction of at least
+PROBE_BYTES times both on a probe of that size and keeps the winner (see `paths`). Smaller
+ones are not worth a probe: they go direct, except reads of uncached memory (slow from the
+host), which are staged.
 
 Arrays made by `pinned_empty` live in mapped host memory already: they move with one
 vkCmdCopyBuffer and no host copy ("pinned" in `counts`). An existing numpy array can be
@@ -37,6 +44,7 @@ from gpulab.memory.manager import Allocation, MemoryManager
 from gpulab.memory.pinned import Pin, PinnedArray, pinned_location
 from gpulab.vk import CommandBuffer, CommandPool, Fence
 from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
+from gpulab.vk.memory import HOST_CACHED
 
 CHUNK_BYTES = 16 << 20
 MIN_CHUNK = 64 << 10
@@ -45,8 +53,10 @@ MIN_SHARE = 8 << 20
 chunks): on the H200, 64 MiB moved faster in 8 chunks of 8 MiB on 8 threads than in 16 of
 4 MiB on 16 (docs/benchmarks.md)."""
 PROBE_BYTES = 8 << 20
-PARALLEL_ABOVE = 2 << 20
-"""Copies smaller than this run on the calling thread: splitting them costs more than it saves."""
+THREADED_FROM = 8 << 20
+"""Transfers and host copies smaller than this run on the calling thread (staged ones still
+pipelined over chunks): splitting them saves less than handing pieces to threads costs, and a
+short run then never starts (or joins) the host threads."""
 _LINE = 64
 MAX_THREADS = 16
 """The default host threads: up to one per core (on the H200's 16 cores, 16 read 1 GiB back
@@ -88,7 +98,8 @@ class Stager:
     """Host <-> device transfers for one MemoryManager (see the module docstring).
 
     `chunk_bytes` and `slots` size each ring (default: two chunks per thread); `threads`
-    copy on the host (default: one per core, up to MAX_THREADS); `upload_memory` is
+    copy on the host (default: one per core, up to MAX_THREADS), for transfers of at least
+    `threaded_from` bytes; `upload_memory` is
     "write_combined" (the upload memory kind) or "cached" (HOST_CACHED, as the readback
     ring) for the upload ring;
     `import_above` (bytes) imports pageable arrays at least that large instead of staging
@@ -108,6 +119,7 @@ class Stager:
         paths: dict[str, str] | None = None,
         upload_memory: str = "write_combined",
         import_above: int | None = None,
+        threaded_from: int = THREADED_FROM,
     ) -> None:
         if upload_memory not in UPLOAD_MEMORY:
             raise ValueError(
@@ -120,7 +132,9 @@ class Stager:
         self.manager = manager
         self.chunk_bytes = chunk_bytes
         self.slot_count = slots
-        self._executor = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+        self.threaded_from = threaded_from
+        self._executor: ThreadPoolExecutor | None = None
+        """The host threads: started by the first transfer that uses them."""
         self._commands = CommandPool(manager.device)
         self._rings: dict[str, list[_Slot]] = {}
         self._sync: tuple[CommandBuffer, Fence] | None = None
@@ -145,19 +159,24 @@ class Stager:
 
     # Host copies ------------------------------------------------------------------------
 
+    def _threads_for(self, nbytes: int) -> ThreadPoolExecutor | None:
+        """The host threads for a transfer of `nbytes` (None: the calling thread alone)."""
+        if self.threads == 1 or nbytes < self.threaded_from:
+            return None
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="gpulab-stager")
+        return self._executor
+
     def copy(self, target: npt.NDArray[np.uint8], source: npt.NDArray[np.uint8]) -> None:
         """target[:] = source, split over the host threads when large."""
         n = source.size
-        if self._executor is None or n < PARALLEL_ABOVE:
+        threads = self._threads_for(n)
+        if threads is None:
             np.copyto(target, source)
             return
         step = -(-n // self.threads // _LINE) * _LINE
         pieces = [(start, min(start + step, n)) for start in range(0, n, step)]
-        list(
-            self._executor.map(
-                lambda p: np.copyto(target[p[0] : p[1]], source[p[0] : p[1]]), pieces
-            )
-        )
+        list(threads.map(lambda p: np.copyto(target[p[0] : p[1]], source[p[0] : p[1]]), pieces))
 
     # Rings ------------------------------------------------------------------------------
 
@@ -173,31 +192,34 @@ class Stager:
     def _ring(self, kind: str, nbytes: int) -> tuple[list[_Slot], int]:
         """The ring of `kind` for a transfer of `nbytes`, and the chunk size to use in it.
 
-        Slots grow to the largest chunk used so far (chunk_bytes at most): small transfers
-        do not pin slots * chunk_bytes of staging memory.
+        Slots grow to the largest chunk used so far (chunk_bytes at most), and the ring to the
+        most chunks one transfer had (`slot_count` at most): small transfers do not pin
+        slots * chunk_bytes of staging memory.
         """
         wanted = self.chunk_for(nbytes)
-        ring = self._rings.get(kind)
-        if ring is not None and ring[0].allocation.size >= wanted:
-            return ring, wanted
-        if ring is not None:
+        count = min(self.slot_count, -(-nbytes // wanted))
+        ring = self._rings.get(kind, [])
+        if ring and ring[0].allocation.size < wanted:
+            count = max(count, len(ring))
             self._release(ring)
-        ring = []
-        for _ in range(self.slot_count):
-            memory_kind = UPLOAD_MEMORY[self.upload_memory] if kind == "upload" else kind
-            allocation = self.manager.allocate(
-                wanted, memory_kind, TRANSFER_SRC | TRANSFER_DST, label=f"stager {kind}"
-            )
-            ring.append(
-                _Slot(
-                    allocation,
-                    allocation.view(np.uint8, wanted),
-                    self._commands.allocate(),
-                    Fence(self.manager.device),
-                )
-            )
+            ring = []
+        size = ring[0].allocation.size if ring else wanted
+        while len(ring) < count:
+            ring.append(self._slot(kind, size))
         self._rings[kind] = ring
         return ring, wanted
+
+    def _slot(self, kind: str, size: int) -> _Slot:
+        memory_kind = UPLOAD_MEMORY[self.upload_memory] if kind == "upload" else kind
+        allocation = self.manager.allocate(
+            size, memory_kind, TRANSFER_SRC | TRANSFER_DST, label=f"stager {kind}"
+        )
+        return _Slot(
+            allocation,
+            allocation.view(np.uint8, size),
+            self._commands.allocate(),
+            Fence(self.manager.device),
+        )
 
     def _release(self, ring: list[_Slot]) -> None:
         for slot in ring:
@@ -372,13 +394,13 @@ class Stager:
             slot = ring[index % len(ring)]
             self._submit_copy(slot, slot.allocation, allocation, size, src=0, dst=starts[index])
 
-        if self._executor is None:
+        executor = self._threads_for(source.size)
+        if executor is None:
             for index in range(len(starts)):
                 send(index, fill(index))
         else:
             # Threads fill different chunks at once; each fill waits for its chunk's previous
             # copy, and chunks are submitted in order as their fills complete.
-            executor = self._executor
             futures = {i: executor.submit(fill, i) for i in range(min(len(ring), len(starts)))}
             try:
                 for index in range(len(starts)):
@@ -471,13 +493,13 @@ class Stager:
         ahead = min(len(ring), len(starts))  # the device copies ahead of the host
         for index in range(ahead):
             request(index)
-        if self._executor is None:
+        executor = self._threads_for(target.size)
+        if executor is None:
             for index in range(len(starts)):
                 drain(index)
                 if index + len(ring) < len(starts):
                     request(index + len(ring))
             return
-        executor = self._executor
         futures = {i: executor.submit(drain, i) for i in range(ahead)}
         try:
             for index in range(len(starts)):
@@ -493,11 +515,15 @@ class Stager:
     # Path choice ------------------------------------------------------------------------
 
     def _choose(self, direction: str, data: npt.NDArray[np.uint8], allocation: Allocation) -> str:
-        """The measured faster path for a mappable buffer (measured on first use)."""
+        """The faster path for a mappable buffer: measured on the first transfer of at least
+        PROBE_BYTES; below that, direct unless the host would read uncached memory."""
         path = self.paths.get(direction)
-        if path is None:
-            path = self.measure(direction, data[:PROBE_BYTES], allocation)
-        return path
+        if path is not None:
+            return path
+        if data.size < PROBE_BYTES:
+            cached = allocation.memory_type.property_flags & HOST_CACHED
+            return "direct" if direction == "upload" or cached else "staged"
+        return self.measure(direction, data[:PROBE_BYTES], allocation)
 
     def measure(self, direction: str, probe: npt.NDArray[np.uint8], allocation: Allocation) -> str:
         """Time the direct and the staged path on `probe` (best of three each); keep the faster."""

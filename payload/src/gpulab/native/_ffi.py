@@ -5,20 +5,32 @@ header (between the `gpulab:cdef-begin/end` markers), so the declarations Python
 ones the library was compiled against: there is no second copy of the ABI to drift. The
 libraries are looked up in the package's `_lib` directory, or in `$GPULAB_NATIVE_LIB_DIR`.
 Nothing is loaded at import time: `gpulab` works without them.
+
+Parsing a cdef needs pycparser, whose import alone costs tens of milliseconds of every run's
+start-up; so the parsed declarations are kept as the out-of-line module cffi emits for them,
+in `$GPULAB_CACHE_DIR` (default `$XDG_CACHE_HOME/gpulab`, else `~/.cache/gpulab`), named by a
+hash of the cdef text and the cffi version: a changed header gets a new module, and the next
+process loads the declarations without a parser. Where the cache cannot be written, every
+process parses.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import importlib.util
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import cffi
 from cffi import FFI
 
 LIB_DIR_ENV = "GPULAB_NATIVE_LIB_DIR"
+CACHE_DIR_ENV = "GPULAB_CACHE_DIR"
 PACKAGE_LIB_DIR = Path(__file__).with_name("_lib")
 HOW_TO_FIX = (
     "build the native libraries with `make native` in the gpulab repository (or reinstall "
@@ -70,6 +82,48 @@ def lib_dir() -> Path:
     return Path(override) if override else PACKAGE_LIB_DIR
 
 
+def cache_dir() -> Path:
+    """Where parsed declarations are kept (see the module docstring)."""
+    override = os.environ.get(CACHE_DIR_ENV)
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "gpulab"
+
+
+def declarations(cdef: str) -> Any:
+    """An FFI holding `cdef`: from the module emitted for it earlier, else parsed (and
+    emitted for the next process, where the cache directory can be written)."""
+    key = f"{cffi.__version__}\n{cdef}".encode()
+    name = f"_gpulab_ffi_{hashlib.sha256(key).hexdigest()[:20]}"
+    try:
+        path = cache_dir() / "ffi" / f"{name}.py"
+    except RuntimeError:  # no home directory to put the cache in
+        path = None
+    if path is not None and path.is_file():
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is not None and spec.loader is not None:
+            module = importlib.util.module_from_spec(spec)
+            try:
+                spec.loader.exec_module(module)
+                return module.ffi
+            except Exception:  # a damaged cache file, whatever it raises: parse, replace it
+                pass
+    ffi = FFI()
+    ffi.cdef(cdef)
+    if path is not None:
+        ffi.set_source(name, None, compiler_verbose=False)
+        partial = path.with_name(f"{name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            ffi.emit_python_code(str(partial))
+            partial.replace(path)  # atomic: a concurrent process sees all of it or nothing
+        except OSError:
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)
+    return ffi
+
+
 def cdef_of(header_text: str) -> str:
     """The cffi declarations of a header: the text between its cdef markers."""
     match = _CDEF_REGION.search(header_text)
@@ -84,9 +138,8 @@ def open_library(spec: LibrarySpec, directory: Path) -> NativeLibrary:
     for required in (path, header):
         if not required.is_file():
             raise NativeUnavailable(f"{required} not found: {HOW_TO_FIX}")
-    ffi = FFI()
     try:
-        ffi.cdef(cdef_of(header.read_text()))
+        ffi = declarations(cdef_of(header.read_text()))
         lib = ffi.dlopen(str(path))
     except (OSError, ValueError) as error:
         raise NativeUnavailable(f"cannot load {path}: {error}: {HOW_TO_FIX}") from error
