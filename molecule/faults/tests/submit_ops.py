@@ -107,7 +107,7 @@ class SshSubmit:
             "--known-hosts",
             str(self.known_hosts),
             "--shared-dir",
-            self.lab.shared_dir,
+            f"{self.lab.shared_dir}/jobs",  # the world-writable (sticky) folder for job files
             *flags,
         ]
 

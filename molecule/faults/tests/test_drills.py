@@ -92,7 +92,9 @@ def test_shared_storage_full_during_a_job(
     assert finals[job.job_id] != "COMPLETED" or run.result_complete(job), finals
     if finals[job.job_id] != "COMPLETED":
         assert "gpulab:" in job_log, f"job {job.job_id} {finals[job.job_id]} without a reason"
-        assert run.read(f"{job.job_id}.gpulab.json") is None, "a failed job left a result"
+        listing = lab.on_controller(f"ls -a {run.directory}").split()
+        leftovers = [name for name in listing if f"{job.job_id}.gpulab" in name]
+        assert not leftovers, f"a failed job left {leftovers}"
     assert full_submit.returncode != 0, "gpulab submit succeeded on a full share"
     assert full_submit.stderr.strip(), "gpulab submit failed on a full share without a word"
     assert "Traceback" not in full_submit.stderr, full_submit.stderr
@@ -176,11 +178,11 @@ def test_munged_stopped_on_a_worker(healthy_lab: Lab, record_fault: Record) -> N
         state, reason = _wait_state(lab, worker, "down", 150)
         detected = time.monotonic() - start
         assert state.startswith("down"), f"{worker} still {state} with munged stopped"
-        elsewhere = [run.submit(kind="gpulab", steps=0) for _ in range(2)]
-        assert all(run.wait_running(j) or run.state(j) == "COMPLETED" for j in elsewhere), {
-            j.job_id: run.job_fields(j) for j in elsewhere
-        }
-        nodes = {run.job_fields(j).get("NodeList", "?") for j in elsewhere}
+        # Jobs submitted while the worker is down: they run and finish on the other one.
+        spare = JobRun(lab, "munge-stopped-elsewhere")
+        elsewhere = [spare.submit(kind="gpulab", steps=0) for _ in range(2)]
+        spare_finals = spare.wait_final(FINAL_TIMEOUT)
+        nodes = {spare.job_fields(j).get("NodeList", "?") for j in elsewhere}
     finally:
         remedy = time.monotonic()
         lab.run(worker, "systemctl start munge")
@@ -188,18 +190,20 @@ def test_munged_stopped_on_a_worker(healthy_lab: Lab, record_fault: Record) -> N
     recovered = time.monotonic() - start
     assert lab.in_service(back), f"{worker} is {back} after munge started again"
     finals = run.wait_final(FINAL_TIMEOUT)
-    lost = run.lost(finals)
+    lost = run.lost(finals) + spare.lost(spare_finals)
     record_fault(
         "munged-stopped",
         recovered,
         lost,
         f"{lab.nodename(worker)} {state} ({reason}) {detected:.1f} s after the stop; jobs "
-        f"meanwhile ran on {sorted(nodes)}; in service {time.monotonic() - remedy:.1f} s after "
+        f"meanwhile ran on {sorted(nodes)}: {spare_finals}; in service "
+        f"{time.monotonic() - remedy:.1f} s after "
         f"`systemctl start munge`; job {running.job_id} running at the stop: "
         f"{finals[running.job_id]} (restarts {run.job_fields(running).get('Restarts', '?')})",
     )
     assert nodes == {lab.nodename(other)}, nodes
     assert not lost
+    assert set(spare_finals.values()) == {"COMPLETED"}, spare_finals
     _assert_finished_cleanly(run, finals)
 
 
