@@ -68,6 +68,28 @@ def test_a_failed_run_names_the_check_and_the_error() -> None:
     ]
 
 
+def test_gpulab_health_is_judged_when_the_job_ran_it() -> None:
+    healthy = {"rc": 0, "result": {"ok": True, "checks": [], "elapsed_ms": 212.4}, "stderr": []}
+    summary = validation_summary(node_json(health=healthy), "worker1")
+    assert {"check": "gpulab health", "ok": True, "detail": "212 ms"} in summary["checks"]
+    lost = {
+        "rc": 3,
+        "result": {
+            "ok": False,
+            "device": None,
+            "checks": [{"check": "device", "ok": False, "detail": "no Vulkan device was found"}],
+            "elapsed_ms": 5.0,
+        },
+        "stderr": ["gpulab health: device: no Vulkan device was found"],
+    }
+    bad = [
+        c for c in validation_summary(node_json(health=lost), "worker1")["checks"] if not c["ok"]
+    ]
+    assert bad == [
+        {"check": "gpulab health", "ok": False, "detail": "device: no Vulkan device was found"}
+    ]
+
+
 def test_a_job_on_the_wrong_node_fails() -> None:
     summary = validation_summary(node_json(), "worker2")
     assert summary["checks"][0] == {

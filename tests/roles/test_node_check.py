@@ -75,7 +75,12 @@ def test_the_node_gets_its_features_and_no_gres_for_a_cpu_device(
 ) -> None:
     work, _ = runs
     slurm = work / "check/slurm"
-    assert sorted(p.name for p in slurm.iterdir()) == ["nodes.conf", "plugins.conf", "slurm.conf"]
+    assert sorted(p.name for p in slurm.iterdir()) == [
+        "gpulab-healthcheck",  # lavapipe is a Vulkan device: the node gets the GPU check
+        "nodes.conf",
+        "plugins.conf",
+        "slurm.conf",
+    ]
     [node_line] = [
         line
         for line in (slurm / "nodes.conf").read_text().splitlines()

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from gpulab._version import __version__
-from gpulab.cli import bench, devices, run, schema, selftest, submit, validate
+from gpulab.cli import bench, devices, health, run, schema, selftest, submit, validate
 from gpulab.cli.errors import (
     EXIT_INPUT,
     EXIT_OK,
@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_parser(commands)
     schema.add_parser(commands)
     bench.add_parser(commands, _device_index)
+    health.add_parser(commands, _device_index)
     submit.add_parser(commands)
     return parser
 

@@ -206,6 +206,24 @@ def validation_summary(
         f"{len(listed)} Vulkan device(s)" if devices.get("rc") == 0 else _failed_step(devices),
     )
 
+    # `gpulab health`, the Slurm health check's own test (device there, exact saxpy).
+    if "health" in steps:
+        health = steps["health"]
+        verdict = health.get("result") or {}
+        failing = [c for c in verdict.get("checks", []) if not c.get("ok")]
+        _check(
+            checks,
+            "gpulab health",
+            health.get("rc") == 0 and verdict.get("ok") is True,
+            f"{verdict.get('elapsed_ms', 0):.0f} ms"
+            if health.get("rc") == 0
+            else (
+                f"{failing[0]['check']}: {failing[0]['detail']}"
+                if failing
+                else _failed_step(health)
+            ),
+        )
+
     # The default backend's selftest (Vulkan where a device exists), then the native one's.
     report = _judge_selftest(checks, errors, steps.get("selftest", {}), "selftest")
     if "selftest-native" in steps:
