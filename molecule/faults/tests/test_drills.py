@@ -11,7 +11,7 @@ import time
 
 import pytest
 from conftest import Record
-from lab_ops import TERMINAL_STATES, JobRun, Lab, wait_for
+from lab_ops import TERMINAL_STATES, Job, JobRun, Lab, wait_for
 from submit_ops import SshSubmit, Submitted
 
 FINAL_TIMEOUT = 420
@@ -165,8 +165,10 @@ def test_worker_clock_off(healthy_lab: Lab, record_fault: Record) -> None:
 # --- 3. munged stopped on a worker -------------------------------------------------------
 def test_munged_stopped_on_a_worker(healthy_lab: Lab, record_fault: Record) -> None:
     """`systemctl stop munge` on a worker (a stop: Restart=on-failure does not apply): its
-    slurmd can decode nothing, the node goes down; gpulab jobs go to the other worker; the
-    remedy, starting munge (what converging site.yml does too), brings it back."""
+    slurmd can decode nothing, the node goes down and its running job is requeued; gpulab
+    jobs go to the other worker; the remedy, starting munge (what converging site.yml does
+    too), brings the node back. Slurm may then drain it for a duplicate job id and hold the
+    requeued job: the drill records that and the two commands that end it."""
     lab = healthy_lab
     worker, other = lab.cluster.workers[0], lab.cluster.workers[-1]
     run = JobRun(lab, "munge-stopped")
@@ -187,8 +189,10 @@ def test_munged_stopped_on_a_worker(healthy_lab: Lab, record_fault: Record) -> N
         remedy = time.monotonic()
         lab.run(worker, "systemctl start munge")
     back, _ = _wait_state(lab, worker, "in service", 240)
-    recovered = time.monotonic() - start
     assert lab.in_service(back), f"{worker} is {back} after munge started again"
+    remedies = _heal_duplicate_job(lab, run, running, worker)
+    back, _ = _wait_state(lab, worker, "in service", 240)
+    recovered = time.monotonic() - start
     finals = run.wait_final(FINAL_TIMEOUT)
     lost = run.lost(finals) + spare.lost(spare_finals)
     record_fault(
@@ -199,12 +203,39 @@ def test_munged_stopped_on_a_worker(healthy_lab: Lab, record_fault: Record) -> N
         f"meanwhile ran on {sorted(nodes)}: {spare_finals}; in service "
         f"{time.monotonic() - remedy:.1f} s after "
         f"`systemctl start munge`; job {running.job_id} running at the stop: "
-        f"{finals[running.job_id]} (restarts {run.job_fields(running).get('Restarts', '?')})",
+        f"{finals[running.job_id]} (restarts {run.job_fields(running).get('Restarts', '?')}); "
+        f"admin steps: {'; '.join(remedies) or 'none'}",
     )
     assert nodes == {lab.nodename(other)}, nodes
     assert not lost
     assert set(spare_finals.values()) == {"COMPLETED"}, spare_finals
     _assert_finished_cleanly(run, finals)
+
+
+def _heal_duplicate_job(lab: Lab, run: JobRun, job: Job, worker: str) -> list[str]:
+    """Slurm requeued the job that ran at the stop, but its first run is still known to the
+    worker's slurmd (its end could not be reported without munge): the second start meets
+    "Duplicate jobid", which drains the node and holds the job ("launch failed requeued
+    held"). The remedy, when that happens: resume the node, release the job. Returns the
+    commands run."""
+
+    def settled() -> str | None:
+        fields = run.job_fields(job)
+        state, reason = lab.worker_state(worker)
+        if state.startswith("drain") or "held" in fields.get("Reason", ""):
+            return f"{state} ({reason}), job {fields.get('Reason')}"
+        return "ok" if fields.get("JobState") in ("RUNNING", *TERMINAL_STATES) else None
+
+    seen = wait_for(settled, 180, 2)
+    if seen in (None, "ok"):
+        return []
+    commands = [
+        f"scontrol update nodename={lab.nodename(worker)} state=resume",
+        f"scontrol release {job.job_id}",
+    ]
+    for command in commands:
+        lab.on_controller(command, check=False)
+    return [f"{seen}: {' && '.join(commands)}"]
 
 
 # --- 4. the controller container restarted whole -----------------------------------------
