@@ -193,6 +193,7 @@ def test_munged_stopped_on_a_worker(healthy_lab: Lab, record_fault: Record) -> N
     remedies = _heal_duplicate_job(lab, run, running, worker)
     back, _ = _wait_state(lab, worker, "in service", 240)
     recovered = time.monotonic() - start
+    after_remedy = time.monotonic() - remedy
     finals = run.wait_final(FINAL_TIMEOUT)
     lost = run.lost(finals) + spare.lost(spare_finals)
     record_fault(
@@ -201,7 +202,7 @@ def test_munged_stopped_on_a_worker(healthy_lab: Lab, record_fault: Record) -> N
         lost,
         f"{lab.nodename(worker)} {state} ({reason}) {detected:.1f} s after the stop; jobs "
         f"meanwhile ran on {sorted(nodes)}: {spare_finals}; in service "
-        f"{time.monotonic() - remedy:.1f} s after "
+        f"{after_remedy:.1f} s after "
         f"`systemctl start munge`; job {running.job_id} running at the stop: "
         f"{finals[running.job_id]} (restarts {run.job_fields(running).get('Restarts', '?')}); "
         f"admin steps: {'; '.join(remedies) or 'none'}",
