@@ -257,7 +257,8 @@ def _started_order(lab: Lab) -> list[tuple[str, int]]:
 
 def test_controller_container_restarted(healthy_lab: Lab, record_fault: Record) -> None:
     """The controller's container restarts (a reboot) with gpulab jobs running on each worker
-    and more queued: munge, MariaDB, slurmdbd and slurmctld come back by themselves, the
+    and more queued: munge, MariaDB, slurmdbd and slurmctld come back by themselves in that
+    order (slurmctld after slurmdbd: the slurm role's gpulab-order.conf), the
     state save returns every job, and all complete with their results."""
     lab = healthy_lab
     run = JobRun(lab, "controller-restarted")
@@ -295,6 +296,7 @@ def test_controller_container_restarted(healthy_lab: Lab, record_fault: Record) 
     assert active.split() == ["active"] * len(CONTROLLER_UNITS), active
     assert names.index("munge") < names.index("slurmctld"), order
     assert names.index("mariadb") < names.index("slurmdbd"), order
+    assert names.index("slurmdbd") < names.index("slurmctld"), order  # the role's drop-in
     assert all(after[j.job_id] in ("RUNNING", "COMPLETING", "COMPLETED") for j in running), after
     assert all(after[j.job_id] != "UNKNOWN" for j in queued), after
     assert not lost
