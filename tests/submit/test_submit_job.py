@@ -135,6 +135,25 @@ def test_a_missing_shared_dir_says_what_to_pass(tmp_path: Path) -> None:
     assert transport.files == {}
 
 
+class _FullStorage(FakeTransport):
+    """The shared storage is full: every write fails as OpenSSH's sftp-server reports it."""
+
+    def write_file(self, path: str, data: bytes) -> None:
+        raise OSError("Failure")
+
+
+def test_a_job_whose_files_cannot_be_written_is_not_submitted(tmp_path: Path) -> None:
+    transport = _FullStorage({"mktemp": [ok(JOB_DIR + "\n")], "rm": [ok()]})
+    with pytest.raises(Unreachable) as raised:
+        submit(transport, prepare(_graph_with_file(tmp_path)), JobOptions(gpus=0))
+    assert str(raised.value) == (
+        f"cannot write the job's files in {JOB_DIR} on fake-controller (Failure): nothing was "
+        "submitted and the folder is removed; is the shared storage full or read-only?"
+    )
+    assert transport.calls[-1] == ("rm", "-rf", "--", JOB_DIR)
+    assert not any(call[0] == "sbatch" for call in transport.calls)
+
+
 def _squeue(state: str, reason: str = "None", nodes: str = "") -> str:
     job = {"job_id": 17, "job_state": state, "state_reason": reason, "nodes": nodes}
     return json.dumps({"jobs": [job]})

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from lab_ops import Cluster, Lab
+from submit_ops import SshSubmit
 
 Record = Callable[..., None]
 
@@ -23,6 +24,12 @@ def lab() -> Lab:
     if not inventory:
         raise pytest.UsageError("set GPULAB_TEST_INVENTORY (a lab inventory) or use molecule")
     return Lab(Cluster.load(inventory))
+
+
+@pytest.fixture(scope="session")
+def ssh_submit(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> SshSubmit:
+    """`gpulab submit --host` from this machine to the controller (sshd set up once)."""
+    return SshSubmit.prepare(lab, tmp_path_factory.mktemp("ssh"))
 
 
 @pytest.fixture

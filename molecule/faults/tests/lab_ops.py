@@ -2,8 +2,8 @@
 
 A job result counts as lost when Slurm reports the job COMPLETED but its complete output is
 not on the shared storage, or when a submitted job is unknown to Slurm (it vanished).
-Jobs publish their results atomically (a rename, or a manifest written last), so a job cut
-short leaves no result that looks complete.
+Jobs publish their results atomically (a rename, or a manifest written last; `gpulab run`
+renames its result JSON), so a job cut short leaves no result that looks complete.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ TERMINAL_STATES = {
     "PREEMPTED",
 }
 JOB_SCRIPTS = Path(__file__).parent / "jobs"
+# jobs/drill-graph.json's output n: 2 * (1 + ... + 1024), exact in float32.
+DRILL_GRAPH_SUM = 1049600.0
 
 
 def wait_for(probe: Callable[[], T], timeout: float, interval: float = 1.0) -> T:
@@ -195,7 +197,8 @@ class Lab:
 @dataclass
 class Job:
     job_id: str
-    # "local": one file on the share, renamed when complete; "nfs": parts over NFS, then a manifest
+    # "local": one file on the share, renamed when complete; "nfs": parts over NFS, then a
+    # manifest; "gpulab": `gpulab run` of jobs/drill-graph.json after `steps` seconds
     kind: str
     steps: int
 
@@ -213,12 +216,13 @@ class JobRun:
         path = f"{self.lab.shared_dir}/jobs/faults/{self.name}-{time.strftime('%H%M%S')}"
         lab = self.lab
         lab.on_controller(f"mkdir -p {path}", user=lab.job_user)
-        for script in JOB_SCRIPTS.glob("*.sh"):
-            target = f"{path}/{script.name}"
+        for source in JOB_SCRIPTS.iterdir():
+            target = f"{path}/{source.name}"
+            mode = "0755" if source.suffix == ".sh" else "0644"
             lab.on_controller(
-                f"cat > {target} && chmod 0755 {target}",
+                f"cat > {target} && chmod {mode} {target}",
                 user=lab.job_user,
-                stdin=script.read_text(),
+                stdin=source.read_text(),
             )
         return path
 
@@ -229,14 +233,17 @@ class JobRun:
         steps: int = 10,
         node: str | None = None,
         exclusive: bool = False,
+        output: str | None = None,
     ) -> Job:
+        """sbatch one job; `output` is the job's stdout and stderr file on its node (default
+        slurm-JOBID.out in the run's directory: a %j in it is the job id)."""
         lab = self.lab
         args = [
             "sbatch",
             "--parsable",
             f"--job-name=fault-{self.name}",
             f"--chdir={self.directory}",
-            f"--output={self.directory}/slurm-%j.out",
+            f"--output={output or self.directory + '/slurm-%j.out'}",
         ]
         if node:
             args.append(f"--nodelist={lab.nodename(node)}")
@@ -248,6 +255,8 @@ class JobRun:
                 f"{lab.nfs_url}{self._share_relative}",
                 str(steps),
             ]
+        elif kind == "gpulab":
+            args += [f"{self.directory}/gpulab-run.sh", self.directory, str(steps)]
         else:
             args += [f"{self.directory}/write-local.sh", self.directory, str(steps)]
         job_id = lab.on_controller(shlex.join(args), user=lab.job_user).strip().split(";")[0]
@@ -321,6 +330,8 @@ class JobRun:
 
     def result_complete(self, job: Job) -> bool:
         """The job's published result holds every step, in order."""
+        if job.kind == "gpulab":
+            return gpulab_result_complete(self.read(f"{job.job_id}.gpulab.json"))
         expected_parts = [f"{job.job_id} {i}" for i in range(1, job.steps + 1)]
         if job.kind == "local":
             text = self.read(f"{job.job_id}.result")
@@ -360,3 +371,14 @@ class JobRun:
             elif state not in TERMINAL_STATES:
                 lost.append(f"job {job.job_id} still {state}: no result and no final state")
         return lost
+
+
+def gpulab_result_complete(text: str | None) -> bool:
+    """A `gpulab run` result JSON of jobs/drill-graph.json with the exact answer."""
+    if not text:
+        return False
+    try:
+        document = json.loads(text)
+        return bool(document["outputs"]["n"]["value"] == DRILL_GRAPH_SUM)
+    except (ValueError, KeyError, TypeError):
+        return False

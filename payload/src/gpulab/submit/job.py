@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import posixpath
 import shlex
@@ -104,15 +105,31 @@ def _make_job_dir(transport: Transport, shared_dir: str, name: str) -> str:
     return made.stdout.strip()
 
 
+def _remove_job_dir(transport: Transport, job_dir: str) -> None:
+    """Best effort: a folder half written stays only if the host cannot remove it either."""
+    with contextlib.suppress(Unreachable):
+        transport.run(["rm", "-rf", "--", job_dir])
+
+
 def submit(transport: Transport, staged: StagedGraph, options: JobOptions) -> SubmittedJob:
     """Stage the graph in a new job directory and submit it with sbatch."""
     gpus = gpus_to_request(transport, options)
     gres = f"gpu:{gpus}" if gpus > 0 else ""
     job_dir = _make_job_dir(transport, options.shared_dir, staged.name)
-    graph = upload(transport, staged, job_dir)
     result = posixpath.join(job_dir, "result.json")
     script = posixpath.join(job_dir, "job.sh")
-    transport.write_file(script, job_script(options, graph, result).encode("utf-8"))
+    try:
+        graph = upload(transport, staged, job_dir)
+        transport.write_file(script, job_script(options, graph, result).encode("utf-8"))
+    except OSError as exc:
+        _remove_job_dir(transport, job_dir)
+        # OpenSSH's sftp-server reports a full disk as a bare "Failure".
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise Unreachable(
+            f"cannot write the job's files in {job_dir} on {transport.where} ({reason}): "
+            "nothing was submitted and the folder is removed; is the shared storage full or "
+            "read-only?"
+        ) from None
     stdout = posixpath.join(job_dir, "slurm-%j.out")
     stderr = posixpath.join(job_dir, "slurm-%j.err")
     argv = slurm_client.sbatch_argv(

@@ -34,7 +34,7 @@ class Transport(Protocol):
         ...
 
     def write_file(self, path: str, data: bytes) -> None:
-        """Create or replace a file (its folder exists)."""
+        """Create or replace a file (its folder exists); OSError when it cannot be written."""
         ...
 
     def read_file(self, path: str) -> bytes:
