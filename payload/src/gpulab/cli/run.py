@@ -96,6 +96,19 @@ def profile_table(timing: dict[str, float], run_phases: tuple[str, ...]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from gpulab.backends.early import start_vulkan  # noqa: PLC0415
+
+    # The driver starts on a second thread while this one imports and loads the graph; joined
+    # before returning, so no exit path leaves the driver half made.
+    early = start_vulkan(args.backend)
+    try:
+        return _run_graph(args)
+    finally:
+        if early is not None:
+            early.join()
+
+
+def _run_graph(args: argparse.Namespace) -> int:
     # Imported here: the runner loads numpy and the backends, which --help need not pay for.
     from gpulab.backends import Runner, prepare_output, write_result  # noqa: PLC0415
     from gpulab.backends.base import RUN_PHASES  # noqa: PLC0415

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -110,6 +111,7 @@ class Instance(VkObject):
         self._own(raw, functools.partial(_destroy_instance, raw, destroy_messenger), None)
         self.validation = bool(layers)
         self._physical_devices: list[PhysicalDevice] | None = None
+        self._enumerating = threading.Lock()
 
     @property
     def api_version(self) -> str:
@@ -117,19 +119,23 @@ class Instance(VkObject):
         return decode_version(vk.vkEnumerateInstanceVersion())
 
     def physical_devices(self) -> list[PhysicalDevice]:
-        """Every physical device, in the loader's order (index = position)."""
-        if self._physical_devices is None:
-            try:
-                raws = vk.vkEnumeratePhysicalDevices(self.raw)
-            except InitializationFailed:
-                # What the loader says when its drivers (e.g. Mesa's for absent hardware) all
-                # fail to start: no usable device, the contract's "unavailable".
-                raise NoVulkanDevice(
-                    "vkEnumeratePhysicalDevices",
-                    "no Vulkan driver could be initialized (VK_ERROR_INITIALIZATION_FAILED)",
-                ) from None
-            self._physical_devices = [PhysicalDevice(self, raw, i) for i, raw in enumerate(raws)]
-        return list(self._physical_devices)
+        """Every physical device, in the loader's order (index = position); enumerated once
+        (one thread at a time), so every caller gets the same objects."""
+        with self._enumerating:
+            if self._physical_devices is None:
+                try:
+                    raws = vk.vkEnumeratePhysicalDevices(self.raw)
+                except InitializationFailed:
+                    # What the loader says when its drivers (e.g. Mesa's for absent hardware)
+                    # all fail to start: no usable device, the contract's "unavailable".
+                    raise NoVulkanDevice(
+                        "vkEnumeratePhysicalDevices",
+                        "no Vulkan driver could be initialized (VK_ERROR_INITIALIZATION_FAILED)",
+                    ) from None
+                self._physical_devices = [
+                    PhysicalDevice(self, raw, i) for i, raw in enumerate(raws)
+                ]
+            return list(self._physical_devices)
 
     def physical_device(self, index: int = 0) -> PhysicalDevice:
         """The device with this index; NoVulkanDevice when there is none."""
@@ -151,6 +157,7 @@ class Instance(VkObject):
 
 
 _shared: Instance | None = None
+_shared_lock = threading.Lock()
 
 
 def shared_instance() -> Instance:
@@ -159,9 +166,11 @@ def shared_instance() -> Instance:
     Long-lived code shares it instead of making its own: NVIDIA's driver (580 in a container)
     refuses vkCreateInstance after about 30 instances in one process, even destroyed ones.
     It is destroyed at exit (after the devices made from it), or by an explicit close(), after
-    which the next call makes a new one.
+    which the next call makes a new one. Thread-safe: `gpulab run` may start making it on a
+    second thread while the first imports the rest (see gpulab.backends.early).
     """
     global _shared  # noqa: PLW0603 - the one process-wide instance
-    if _shared is None or _shared.closed:
-        _shared = Instance()
-    return _shared
+    with _shared_lock:
+        if _shared is None or _shared.closed:
+            _shared = Instance()
+        return _shared
