@@ -21,7 +21,7 @@ VULKAN_BACKENDS = ("auto", "vulkan")
 def _open_driver() -> None:
     # Any failure here, the run meets again and reports in its own words.
     with contextlib.suppress(Exception):
-        from gpulab.vk import shared_instance  # noqa: PLC0415 - on this thread, not at import
+        from gpulab.vk.instance import shared_instance  # noqa: PLC0415 - numpy-free, see vk
 
         shared_instance().physical_devices()
 
