@@ -63,7 +63,13 @@ class ResultSize:
 
 
 def _size(count: int) -> str:
-    return f"{count / (1 << 20):.1f} MiB"
+    """A byte count as people read it: 100 bytes, 2.5 KiB, 32.0 MiB, 1.5 GiB."""
+    if count < 1 << 10:
+        return f"{count} bytes"
+    for unit, shift in (("KiB", 10), ("MiB", 20)):
+        if count < 1 << (shift + 10):
+            return f"{count / (1 << shift):.1f} {unit}"
+    return f"{count / (1 << 30):.1f} GiB"
 
 
 def _same_file(status: os.stat_result, others: Iterable[Path]) -> Path | None:
