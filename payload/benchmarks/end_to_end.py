@@ -2,7 +2,7 @@
 backend, against the same computation as a numpy script and a torch script (issue 16).
 
     PYTHONPATH=payload/src python3 payload/benchmarks/end_to_end.py \
-        [--log2n 26 28] [--repeats 5] [--json OUT.json]
+        [--log2n 26 28] [--repeats 5] [--json OUT.json] [--python PYTHON]
 
 The graph: s = saxpy(2, x, y) -> l2_norm(s) -> normalize(s) -> sum, on two random inputs of
 2^N float32 values (x uniform in [-1, 1) seed 1, y uniform in [0, 1) seed 2); the outputs are
@@ -12,7 +12,9 @@ warm-up each, the commands take turns repeat by repeat, so a drifting machine sl
 The numpy script makes the inputs as the graph format defines them; the torch script (only
 where torch imports; on CUDA when available) draws its inputs on its device with torch's own
 generator. Prints a table of median wall seconds with the ratios issue 16 sets targets for, and
-writes every run (and gpulab's `timing` phases) as JSON.
+writes every run (and gpulab's `timing` phases) as JSON. `--python` names the interpreter of
+the gpulab runs and the numpy script (a worker's: gpulab's own venv, whose start-up a machine's
+torch venv, with its .pth hooks, would slow); the torch script runs in this one.
 """
 
 from __future__ import annotations
@@ -81,11 +83,10 @@ def four_nodes(n: int) -> dict[str, Any]:
     }
 
 
-def commands(n: int, workdir: Path, with_torch: bool) -> dict[str, list[str]]:
+def commands(n: int, workdir: Path, python: str, with_torch: bool) -> dict[str, list[str]]:
     """Each contender's argv for 2^N values: gpulab run per backend, the numpy/torch scripts."""
     graph = workdir / f"graph-{n}.json"
     graph.write_text(json.dumps(four_nodes(n)))
-    python = sys.executable
     argv = {
         f"gpulab {backend}": [
             *(python, "-m", "gpulab", "run", str(graph), "--backend", backend),
@@ -95,7 +96,7 @@ def commands(n: int, workdir: Path, with_torch: bool) -> dict[str, list[str]]:
     }
     argv["numpy script"] = [python, "-c", NUMPY_SCRIPT, str(n)]
     if with_torch:
-        argv["torch script"] = [python, "-c", TORCH_SCRIPT, str(n)]
+        argv["torch script"] = [sys.executable, "-c", TORCH_SCRIPT, str(n)]
     return argv
 
 
@@ -119,8 +120,8 @@ def scalars(label: str, stdout: str, workdir: Path, n: int) -> dict[str, Any]:
     return values | {"timing": result["timing"], "device": result["device"].get("name")}
 
 
-def measure(n: int, repeats: int, workdir: Path, with_torch: bool) -> dict[str, Any]:
-    argv = commands(n, workdir, with_torch)
+def measure(n: int, repeats: int, workdir: Path, python: str, with_torch: bool) -> dict[str, Any]:
+    argv = commands(n, workdir, python, with_torch)
     for command in argv.values():
         run_once(command)  # warm-up: page cache, shader and pipeline caches
     walls: dict[str, list[float]] = {label: [] for label in argv}
@@ -180,16 +181,24 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-torch", action="store_true", help="leave the torch script out")
     parser.add_argument("--json", type=Path, metavar="OUT.json", help="write every run here")
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="interpreter of the gpulab runs and the numpy script (default: this one)",
+    )
     args = parser.parse_args()
     with_torch = not args.no_torch and importlib.util.find_spec("torch") is not None
     with tempfile.TemporaryDirectory(prefix="gpulab-e2e-") as folder:
-        rows = [measure(1 << k, args.repeats, Path(folder), with_torch) for k in args.log2n]
+        rows = [
+            measure(1 << k, args.repeats, Path(folder), args.python, with_torch) for k in args.log2n
+        ]
     print(table(rows))
     if args.json is not None:
         report = {
             "host": platform.node(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
+            "contender_python": args.python,
             "repeats": args.repeats,
             "torch": with_torch,
             "rows": rows,
