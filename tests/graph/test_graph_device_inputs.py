@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from gpulab import Result, Runner, load_graph
+from gpulab.backends.inputs import plan_inputs
 from gpulab.backends.runner import split
 from gpulab.backends.vulkan import VulkanExecutor
 from gpulab.graph.values import materialize, read_npy_into
@@ -143,7 +144,8 @@ def test_generation_time_is_the_segments_inputs_phase() -> None:
     with Runner("vulkan") as runner:
         executor = runner.executor("vulkan")
         assert isinstance(executor, VulkanExecutor)
-        made = {name: graph.inputs[name] for name in ("r", "m", "l", "f", "ones")}
+        made = plan_inputs(graph, [(where, segment)], executor.cannot_generate).made_by(segment)
+        assert made.keys() == {"r", "m", "l", "f", "ones"}
         values = {name: materialize(graph.inputs[name]) for name in ("d", "a")}
         done = executor.execute(segment, values, made)
     assert where == "vulkan"

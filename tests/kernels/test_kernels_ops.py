@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpulab.cli.selftest import Case, cases, numpy32
+from gpulab.diagnostics.selftest import Case, cases, numpy32
 from gpulab.kernels import Kernels
 from gpulab.ops import reference, tolerance
 

@@ -6,8 +6,8 @@ import json
 import subprocess
 import sys
 
+from gpulab.diagnostics.memory_report import exercise
 from gpulab.memory import MemoryManager
-from gpulab.memory.report import exercise
 from gpulab.vk import Device
 
 STAT_KEYS = {

@@ -13,16 +13,12 @@ import pytest
 # The installed console script; `python -m gpulab` where the package is only on the path.
 SCRIPT = Path(sys.executable).with_name("gpulab")
 GPULAB = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gpulab"]
-CONTRACT_DEVICE_KEYS = {
-    "index",
-    "name",
-    "type",
-    "driver",
-    "api_version",
-    "subgroup_size",
-    "max_workgroup_invocations",
-    "device_local_bytes",
-}
+CONTRACT_DEVICES = (
+    "index, name, type, driver, api_version, subgroup_size, max_workgroup_invocations, "
+    "device_local_bytes"
+)
+"""The keys of `gpulab devices --json` as CONTRACT.md lists them (not the code's own tuple)."""
+CONTRACT_DEVICE_KEYS = set(CONTRACT_DEVICES.split(", "))
 
 
 def gpulab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

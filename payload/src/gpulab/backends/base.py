@@ -4,7 +4,8 @@ A segment is a run of consecutive scheduled nodes that share a backend. The exec
 values the segment reads from outside (host float32 arrays; scalars are 0-d arrays), runs every
 node in order, releases each value after its last reader inside the segment, and returns only
 the values needed after it (graph outputs, or reads by a later segment on another backend).
-Executors may keep per-segment work (a recorded command buffer) under `Segment.key`.
+Executors may keep per-segment work (a recorded command buffer) under `Segment.key`, and may
+make some inputs themselves (see `cannot_generate` and backends/inputs.py).
 """
 
 from __future__ import annotations
@@ -15,26 +16,25 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from gpulab.backends.errors import BackendUnavailable, ExecutionFailed
 from gpulab.graph import Graph, Node
 
-# The errors are re-exported: an executor imports its whole interface from here.
-__all__ = [
-    "RUN_PHASES",
-    "BackendUnavailable",
-    "ExecutionFailed",
-    "FloatArray",
-    "OperationExecutor",
-    "Segment",
-    "SegmentRun",
-]
+if TYPE_CHECKING:
+    from gpulab.graph.model import NpyFile
+    from gpulab.kernels import Pattern
+
+    MadeInput = Pattern | NpyFile
+    """An input an executor makes itself: a pattern it generates, or a .npy file it reads."""
+    Made = Mapping[str, MadeInput] | None
+    """The inputs of a segment its executor makes itself, by name."""
 
 FloatArray = npt.NDArray[np.float32]
+Values = Mapping[str, FloatArray]
+"""Host values by name."""
 RUN_PHASES = ("open_ms", "inputs_ms", "upload_ms", "record_ms", "gpu_ms", "readback_ms")
 """Where a run's time goes, in order: executors opened (instance, device; once per Runner),
 inputs made, uploaded, commands recorded, the device's own time (GPU timestamps where it has
@@ -74,12 +74,33 @@ class SegmentRun:
     values: dict[str, FloatArray]
     times_ms: dict[str, float]
     timer: str = "host"
-    details: dict[str, Any] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
     """Milliseconds by phase (RUN_PHASES): inputs_ms, upload_ms, record_ms, gpu_ms, readback_ms."""
 
 
-class OperationExecutor(abc.ABC):
+_Closing = TypeVar("_Closing", bound="Closable")
+
+
+class Closable(abc.ABC):
+    """Holds something to release; as a context manager, closed on leaving."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release what is held; a second call does nothing."""
+
+    def __enter__(self: _Closing) -> _Closing:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class OperationExecutor(Closable):
     """A backend: executes segments; `device` describes where (contract keys name/type/driver)."""
 
     name: str
@@ -90,24 +111,18 @@ class OperationExecutor(abc.ABC):
         """The device summary for the result JSON."""
 
     @abc.abstractmethod
-    def execute(self, segment: Segment, values: Mapping[str, FloatArray]) -> SegmentRun:
-        """Run every node of `segment` on `values` (at least `segment.reads`)."""
+    def execute(self, segment: Segment, values: Values, made: Made = None) -> SegmentRun:
+        """Run every node of `segment` on `values` (at least the reads not in `made`); the
+        inputs in `made` the executor makes itself (only those cannot_generate allowed)."""
+
+    def cannot_generate(self, pattern: Pattern, count: int) -> str | None:
+        """Why this executor cannot make `count` values of `pattern` itself, bit for bit as
+        the host makes them (None: it can)."""
+        return f"the {self.name} executor generates no inputs"
+
+    def check_fits(self, segment: Segment) -> None:
+        """Raise OutOfMemoryError, before any work, when a value of `segment` cannot fit."""
 
     def memory_stats(self) -> dict[str, Any] | None:
         """Pool and allocator statistics, for backends that manage device memory."""
         return None
-
-    @abc.abstractmethod
-    def close(self) -> None:
-        """Release what the executor holds; a second call does nothing."""
-
-    def __enter__(self) -> OperationExecutor:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()

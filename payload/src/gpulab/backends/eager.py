@@ -6,22 +6,19 @@ import platform
 import time
 from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpulab.backends.base import (
-    BackendUnavailable,
-    ExecutionFailed,
-    FloatArray,
-    OperationExecutor,
-    Segment,
-    SegmentRun,
-)
+from gpulab.backends.base import FloatArray, OperationExecutor, Segment, SegmentRun, Values
+from gpulab.backends.errors import BackendUnavailable, ExecutionFailed
 from gpulab.graph import Literal, Node
 from gpulab.native import NativeUnavailable
 from gpulab.native import kernels as native_kernels
 from gpulab.ops import NumericalError, reference
+
+if TYPE_CHECKING:
+    from gpulab.backends.base import Made
 
 
 def cpu_name() -> str:
@@ -48,7 +45,8 @@ class EagerExecutor(OperationExecutor):
     def device(self) -> dict[str, Any]:
         return {"name": cpu_name(), "type": "cpu", "driver": self._driver}
 
-    def _kernel(self, op: str) -> Callable[..., Any]:
+    def kernel(self, op: str) -> Callable[..., Any]:
+        """The function that runs `op` on host arrays."""
         kernel: Callable[..., Any] = getattr(self._module, op)
         return kernel
 
@@ -59,7 +57,7 @@ class EagerExecutor(OperationExecutor):
         }
         arguments.update(node.params)
         try:
-            result = self._kernel(node.op)(**arguments)
+            result = self.kernel(node.op)(**arguments)
         except MemoryError as exc:
             raise ExecutionFailed(f"node {node.id!r} ({node.op}): out of host memory") from exc
         return np.asarray(result, dtype=np.float32)
@@ -67,7 +65,8 @@ class EagerExecutor(OperationExecutor):
     def close(self) -> None:
         """Nothing to release: host arrays go with their last reference."""
 
-    def execute(self, segment: Segment, values: Mapping[str, FloatArray]) -> SegmentRun:
+    def execute(self, segment: Segment, values: Values, made: Made = None) -> SegmentRun:
+        # `made` stays empty: a host executor generates nothing (see cannot_generate).
         live = {name: values[name] for name in segment.reads}
         times: dict[str, float] = {}
         for node in segment.nodes:

@@ -10,6 +10,7 @@ not.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -18,9 +19,6 @@ from gpulab.graph import Graph, GraphInput
 from gpulab.graph.model import Fill, Linspace, NpyFile, Random
 from gpulab.graph.values import source_name
 from gpulab.kernels import Constant, Pattern, Ramp, Uniform
-
-GENERATED = ("random", "fill", "linspace")
-"""Sources the device can generate."""
 
 
 def pattern_of(spec: GraphInput) -> Pattern | None:
@@ -37,12 +35,13 @@ def pattern_of(spec: GraphInput) -> Pattern | None:
 
 @dataclass
 class InputPlan:
-    """The inputs the Vulkan executor makes itself, and the result's `inputs` report."""
+    """The inputs the Vulkan executor makes itself (each input's pattern, worked out once, or
+    its file), and the result's `inputs` report."""
 
-    on_vulkan: dict[str, GraphInput] = field(default_factory=dict)
+    on_vulkan: dict[str, Pattern | NpyFile] = field(default_factory=dict)
     report: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    def made_by(self, segment: Segment) -> dict[str, GraphInput]:
+    def made_by(self, segment: Segment) -> dict[str, Pattern | NpyFile]:
         """The inputs a Vulkan segment makes rather than receives."""
         return {name: self.on_vulkan[name] for name in segment.reads if name in self.on_vulkan}
 
@@ -50,11 +49,11 @@ class InputPlan:
 def plan_inputs(
     graph: Graph,
     segments: Sequence[tuple[str, Segment]],
-    cannot_generate: Callable[[GraphInput], str | None],
+    cannot_generate: Callable[[Pattern, int], str | None],
 ) -> InputPlan:
-    """Decide where each input that the run needs is made. `cannot_generate` says why the
-    Vulkan device cannot generate an input (None: it can); asked only about inputs that
-    Vulkan segments read."""
+    """Decide where each input that the run needs is made. `cannot_generate(pattern, count)`
+    says why the Vulkan device cannot generate an input (None: it can); asked only about
+    inputs that Vulkan segments read."""
     readers: dict[str, set[str]] = {}
     for where, segment in segments:
         for name in segment.reads:
@@ -67,12 +66,17 @@ def plan_inputs(
         source = source_name(spec)
         entry = {"source": source, "made_on": "host"}
         backends = readers.get(name, set())
-        if "vulkan" in backends and source in GENERATED:
+        pattern = pattern_of(spec) if "vulkan" in backends else None
+        if pattern is not None:
             others = sorted(backends - {"vulkan"})
-            reason = f"also read on {' and '.join(others)}" if others else cannot_generate(spec)
+            reason = (
+                f"also read on {' and '.join(others)}"
+                if others
+                else cannot_generate(pattern, math.prod(spec.shape))
+            )
             if reason is None:
                 entry["made_on"] = "device"
-                plan.on_vulkan[name] = spec
+                plan.on_vulkan[name] = pattern
             else:
                 entry["reason"] = reason
         elif (
@@ -80,6 +84,6 @@ def plan_inputs(
             and isinstance(spec.source, NpyFile)
             and name not in graph.output_set
         ):
-            plan.on_vulkan[name] = spec  # read into pinned memory by the executor
+            plan.on_vulkan[name] = spec.source  # read into pinned memory by the executor
         plan.report[name] = entry
     return plan

@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
-from types import TracebackType
-from typing import Any
+from collections.abc import Container, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpulab.backends.base import RUN_PHASES, FloatArray, OperationExecutor, Segment, SegmentRun
+from gpulab.backends.base import (
+    RUN_PHASES,
+    Closable,
+    FloatArray,
+    OperationExecutor,
+    Segment,
+    SegmentRun,
+)
 from gpulab.backends.device_choice import DeviceChoice, choose_device
 from gpulab.backends.inputs import plan_inputs
 from gpulab.backends.result import NodeRecord, Result
 from gpulab.backends.select import open_executor, resolve
 from gpulab.backends.slurm_gpus import read_allocation
-from gpulab.backends.vulkan import VulkanExecutor
 from gpulab.graph import (
     Graph,
-    GraphInput,
     MemoryLimit,
     Node,
     available_memory,
@@ -27,6 +31,9 @@ from gpulab.graph import (
     schedule,
 )
 from gpulab.ops import NumericalError
+
+if TYPE_CHECKING:
+    from gpulab.kernels import Pattern
 
 COMPARE_RTOL = 1e-3
 """Largest error, relative to the largest magnitude of the cpu output, that --compare accepts."""
@@ -66,7 +73,7 @@ def max_relative_error(got: FloatArray, expected: FloatArray) -> float:
     return float(np.max(difference)) / scale if difference.size else 0.0
 
 
-class Runner:
+class Runner(Closable):
     """Runs graphs on one backend (with per-node overrides); keeps its executors open between
     runs, so the Vulkan backend reuses the work it recorded when the same graph runs again."""
 
@@ -148,9 +155,8 @@ class Runner:
         start = time.perf_counter()
         segments = split(graph, self.backend)
         for where, segment in segments:
-            executor = self.executor(where)  # every backend is available before any work
-            if isinstance(executor, VulkanExecutor):
-                executor.check_fits(segment)  # and every value fits its device
+            # Every backend is available, and every value fits its device, before any work.
+            self.executor(where).check_fits(segment)
         phases = dict.fromkeys(RUN_PHASES, 0.0)
         phases["open_ms"] = (time.perf_counter() - start) * 1e3
         plan = plan_inputs(graph, segments, self._cannot_generate)
@@ -164,7 +170,7 @@ class Runner:
             for name in segment.reads:
                 if name in producer and producer[name] != where:
                     transfers.append({"value": name, "from": producer[name], "to": where})
-            done = self._execute(where, segment, host, made)
+            done = self.executor(where).execute(segment, host, made)
             if inputs_ms:
                 done.phases["inputs_ms"] = done.phases.get("inputs_ms", 0.0) + inputs_ms
             for phase, ms in done.phases.items():
@@ -176,7 +182,7 @@ class Runner:
             self._forget(host, graph, segments[index + 1 :])
         outputs = {name: self._output(name, graph, host) for name in graph.outputs}
         total_ms = (time.perf_counter() - start) * 1e3
-        main = self.executor(self.backend if self.backend in self._executors else segments[0][0])
+        main = self.backend if self.backend in self._executors else segments[0][0]
         ran_vulkan = any(where == "vulkan" for where, _ in segments)
         result = Result(
             graph=graph.name,
@@ -201,7 +207,7 @@ class Runner:
 
     @staticmethod
     def _materialize(
-        graph: Graph, segment: Segment, made: Mapping[str, GraphInput], host: dict[str, FloatArray]
+        graph: Graph, segment: Segment, made: Container[str], host: dict[str, FloatArray]
     ) -> float:
         """Make on the host the inputs `segment` reads that are neither there yet nor made
         by its executor; the milliseconds it took."""
@@ -211,30 +217,16 @@ class Runner:
                 host[name] = materialize(graph.inputs[name])
         return (time.perf_counter() - start) * 1e3
 
-    def _execute(
-        self,
-        where: str,
-        segment: Segment,
-        host: Mapping[str, FloatArray],
-        made: Mapping[str, GraphInput],
-    ) -> SegmentRun:
-        executor = self.executor(where)
-        if made and isinstance(executor, VulkanExecutor):
-            return executor.execute(segment, host, made)
-        return executor.execute(segment, host)
+    def _cannot_generate(self, pattern: Pattern, count: int) -> str | None:
+        # Asked only about inputs Vulkan segments read: its executor is open by then.
+        return self.executor("vulkan").cannot_generate(pattern, count)
 
-    def _cannot_generate(self, spec: GraphInput) -> str | None:
-        """Why the Vulkan device cannot generate `spec` (asked only when Vulkan reads it)."""
-        executor = self.executor("vulkan")
-        if isinstance(executor, VulkanExecutor):
-            return executor.cannot_generate(spec)
-        return f"the {executor.name} executor generates no inputs"
-
-    def _device(self, executor: OperationExecutor) -> dict[str, Any]:
-        """The executor's device, and for Vulkan what chose it."""
-        if isinstance(executor, VulkanExecutor):
-            return executor.device | {"chosen_by": self.device_choice.chosen_by}
-        return executor.device
+    def _device(self, backend: str) -> dict[str, Any]:
+        """The device of the backend's executor, and for Vulkan what chose it."""
+        device = self.executor(backend).device
+        if backend == "vulkan":
+            return device | {"chosen_by": self.device_choice.chosen_by}
+        return device
 
     def _slurm_gpus(self) -> dict[str, Any] | None:
         """The GPUs Slurm gave the job; with the Vulkan device each maps to once known."""
@@ -300,17 +292,6 @@ class Runner:
         executors, self._executors = self._executors, {}
         for executor in executors.values():
             executor.close()
-
-    def __enter__(self) -> Runner:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def run_graph(

@@ -20,24 +20,16 @@ back like the exports.
 
 from __future__ import annotations
 
-import math
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpulab.backends.base import (
-    BackendUnavailable,
-    ExecutionFailed,
-    FloatArray,
-    OperationExecutor,
-    Segment,
-    SegmentRun,
-)
-from gpulab.backends.inputs import pattern_of
-from gpulab.graph import GraphInput, Literal, Node, nbytes
+from gpulab.backends.base import FloatArray, OperationExecutor, Segment, SegmentRun, Values
+from gpulab.backends.errors import BackendUnavailable, ExecutionFailed
+from gpulab.graph import Literal, Node, nbytes
 from gpulab.graph.model import NpyFile
 from gpulab.graph.values import read_npy_into
 from gpulab.kernels import DeviceArray, Input, Kernels, Pattern
@@ -52,6 +44,9 @@ from gpulab.vk import (
     VulkanError,
     shared_instance,
 )
+
+if TYPE_CHECKING:
+    from gpulab.backends.base import Made
 
 CACHED_RECORDINGS = 8
 """Recorded segments kept per executor (least recently used dropped first)."""
@@ -305,13 +300,8 @@ class VulkanExecutor(OperationExecutor):
             "api_version": info.api_version,
         }
 
-    def cannot_generate(self, spec: GraphInput) -> str | None:
-        """Why this device cannot generate a random, fill or linspace input bit for bit as
-        the host makes it (None: it can)."""
-        pattern = pattern_of(spec)
-        if pattern is None:
-            return f"input {spec.name!r} is not generated"
-        return self.kernels.cannot_generate(pattern, math.prod(spec.shape))
+    def cannot_generate(self, pattern: Pattern, count: int) -> str | None:
+        return self.kernels.cannot_generate(pattern, count)
 
     def _recording(self, segment: Segment, generated: Mapping[str, Pattern]) -> _Recording:
         # The generating dispatches are part of the recording, and so is which of the
@@ -341,23 +331,17 @@ class VulkanExecutor(OperationExecutor):
         if size > limit:
             raise ValueTooLarge(name, size, self.device_heap, limit)
 
-    def execute(
-        self,
-        segment: Segment,
-        values: Mapping[str, FloatArray],
-        made: Mapping[str, GraphInput] | None = None,
-    ) -> SegmentRun:
-        """Run `segment`; the inputs in `made` are made here (generated on the device, or
-        read from their file into pinned memory), the other reads come from `values`."""
+    def execute(self, segment: Segment, values: Values, made: Made = None) -> SegmentRun:
+        """Run `segment`; the inputs in `made` are made here (patterns generated on the
+        device, files read into pinned memory), the other reads come from `values`."""
         self.check_fits(segment)
         generated: dict[str, Pattern] = {}
         files: dict[str, NpyFile] = {}
-        for name, spec in (made or {}).items():
-            pattern = pattern_of(spec)
-            if pattern is not None:
-                generated[name] = pattern
-            elif isinstance(spec.source, NpyFile):
-                files[name] = spec.source
+        for name, source in (made or {}).items():
+            if isinstance(source, NpyFile):
+                files[name] = source
+            else:
+                generated[name] = source
         start = time.perf_counter()
         recording = self._recording(segment, generated)  # recorded on first use, else a replay
         record_ms = (time.perf_counter() - start) * 1e3

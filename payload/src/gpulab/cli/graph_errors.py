@@ -2,51 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
 
-from gpulab.backends import (
-    OutputFailed,
-    OutputRefused,
-    output_target,
-    write_result,
-)
+from gpulab.backends import OutputFailed
 from gpulab.backends.errors import failed_errors, unavailable_errors
 from gpulab.cli.errors import EXIT_INPUT, EXIT_RUNTIME, EXIT_UNAVAILABLE
-from gpulab.graph import GraphInvalid, Problem
-from gpulab.graph.problems import one_line
+from gpulab.cli.output import say
+from gpulab.graph import GraphInvalid
 from gpulab.ops import NumericalError
-
-T = TypeVar("T")
-
-
-def say(message: str) -> None:
-    """One line on stderr, prefixed like every gpulab message."""
-    print(f"gpulab: {one_line(message)}", file=sys.stderr)
-
-
-def write_json(document: dict[str, Any], output: str | None) -> bool:
-    """Write a result document to OUTPUT (atomically), or stdout without one or with `-`;
-    False (and a line) on failure."""
-
-    def dump(stream: Any) -> None:
-        json.dump(document, stream, indent=2)
-        stream.write("\n")
-
-    try:
-        write_result(output_target(output, ()), dump)
-    except (OutputRefused, OutputFailed) as exc:
-        say(str(exc))
-        return False
-    return True
-
-
-def warn(graph: str, warnings: tuple[Problem, ...]) -> None:
-    """The graph's warnings (unused inputs and nodes), one line each."""
-    for problem in warnings:
-        say(f"{graph}: warning: {problem}")
 
 
 def guarded(graph: str, action: Callable[[], int]) -> int:

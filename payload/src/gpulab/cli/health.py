@@ -10,25 +10,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from typing import Any
 
+from gpulab.cli.arguments import add_device
 from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
 
 EXIT_CODES = {"ok": EXIT_OK, "unavailable": EXIT_UNAVAILABLE, "failed": EXIT_RUNTIME}
 
 
-def add_parser(commands: Any, device_index: Callable[[str], int]) -> None:
+def add_parser(commands: Any) -> None:
     """Register `health` on the subcommand parsers."""
     parser = commands.add_parser(
         "health", help="check that the Vulkan device runs a tiny kernel exactly (exit 0, 3 or 4)"
     )
-    parser.add_argument(
-        "--device",
-        type=device_index,
-        metavar="N",
-        help="Vulkan device index (default: the GPU Slurm gave the job, else device 0)",
-    )
+    add_device(parser, "the GPU Slurm gave the job, else device 0")
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
     parser.set_defaults(handler=main)
 

@@ -12,8 +12,10 @@ from typing import Any
 
 from gpulab.backends import BACKENDS
 from gpulab.backends.names import BACKEND_NAMES
+from gpulab.cli.arguments import add_device
 from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME
-from gpulab.cli.graph_errors import guarded, say, warn
+from gpulab.cli.graph_errors import guarded
+from gpulab.cli.output import say, warn
 from gpulab.graph import load_graph
 
 BUDGET_ENV = "GPULAB_MEMORY_BUDGET"
@@ -44,12 +46,12 @@ def _budget(args: argparse.Namespace) -> int | None:
         raise ValueError(f"{BUDGET_ENV}: {exc}") from None
 
 
-def add_parser(commands: Any, device_index: Any) -> None:
+def add_parser(commands: Any) -> None:
     """Register `run` on the subcommand parsers."""
     parser = commands.add_parser("run", help="validate and run a compute graph")
     parser.add_argument("graph", metavar="GRAPH.json")
     parser.add_argument("--backend", choices=BACKENDS, default="auto")
-    parser.add_argument("--device", type=device_index, metavar="N", help="Vulkan device index")
+    add_device(parser)
     parser.add_argument(
         "-o",
         "--output",

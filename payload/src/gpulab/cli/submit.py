@@ -12,7 +12,8 @@ from typing import Any
 
 from gpulab.backends import BACKENDS
 from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
-from gpulab.cli.graph_errors import guarded, say, write_json
+from gpulab.cli.graph_errors import guarded
+from gpulab.cli.output import say, write_json
 from gpulab.cli.run import memory_size
 from gpulab.submit import (
     DEFAULT_SHARED_DIR,

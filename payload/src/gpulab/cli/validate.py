@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from gpulab.cli.errors import EXIT_OK
-from gpulab.cli.graph_errors import guarded, warn
+from gpulab.cli.graph_errors import guarded
+from gpulab.cli.output import warn
 from gpulab.graph import load_graph
 
 

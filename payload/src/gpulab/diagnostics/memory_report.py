@@ -92,18 +92,20 @@ def _table(stats: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run(as_json: bool, device_index: int = 0) -> int:
-    """The CLI command: exercise device `device_index`, print its statistics; exit code 0."""
+def describe(as_json: bool, device_index: int = 0) -> str:
+    """`gpulab memory`: exercise device `device_index`; its statistics as JSON or tables."""
     with Device(shared_instance().physical_device(device_index)) as device:
         with MemoryManager(device) as manager:
             result = exercise(manager)
         result["device"] = device.info.name
     if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(f"device: {result['device']}; transfer paths: {result['paths']}")
-        print("while the last pass is live:")
-        print(_table(result["live"]))
-        print("after freeing everything:")
-        print(_table(result["after"]))
-    return 0
+        return json.dumps(result, indent=2)
+    return "\n".join(
+        [
+            f"device: {result['device']}; transfer paths: {result['paths']}",
+            "while the last pass is live:",
+            _table(result["live"]),
+            "after freeing everything:",
+            _table(result["after"]),
+        ]
+    )

@@ -31,6 +31,21 @@ _VECTOR_TRAFFIC = {
 
 
 @dataclass(frozen=True)
+class BenchOptions:
+    """What a `gpulab bench` run measures, and where."""
+
+    ops: list[str]
+    sizes: list[int] | None
+    """Elements (vector ops) or matrix sides; None: default_sizes."""
+    device: int | None
+    """The Vulkan device (None: the one choose_device picks)."""
+    compare: str | None = None
+    """torch or cupy: run the ops there too."""
+    overhead: bool = True
+    """Whether to add the dispatch overhead rows."""
+
+
+@dataclass(frozen=True)
 class Workload:
     """One op at one size: its input shapes, bytes moved and floating-point operations."""
 

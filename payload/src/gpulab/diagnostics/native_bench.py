@@ -1,6 +1,6 @@
 """Native kernels against numpy, and the suballocator's throughput from Python.
 
-    python -m gpulab.native.bench [--sizes 20 24] [--repeat 5]
+    python -m gpulab.diagnostics.native_bench [--sizes 20 24] [--repeat 5]
 
 Prints the best time per op of `repeat` runs after a warm-up, at 2^k elements (for matrix
 ops, the elements of A), and allocate/free pairs per second through the Python owner.
@@ -19,8 +19,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import numpy.typing as npt
 
-from gpulab.native import kernels
-from gpulab.native._ffi import NativeUnavailable
+from gpulab.native import NativeUnavailable, kernels
 from gpulab.native.suballocator import Suballocator
 
 # matmul costs n^1.5 multiply-adds for n elements per matrix: beyond 2^22 it takes minutes.
@@ -79,7 +78,9 @@ def allocator_pairs_per_second(pairs: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpulab.native.bench", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m gpulab.diagnostics.native_bench", description=__doc__
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[20, 24], metavar="LOG2")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--pairs", type=int, default=200_000)
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         library = kernels.library()
     except NativeUnavailable as error:
-        print(f"gpulab.native.bench: {error}", file=sys.stderr)
+        print(f"gpulab.diagnostics.native_bench: {error}", file=sys.stderr)
         return 3
 
     print(f"{library.path} on {platform.machine()}, numpy {np.__version__}")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpulab.backends import BackendUnavailable
-from gpulab.cli.bench_ops import JACOBI_STEPS, Workload
+from gpulab.diagnostics.bench_ops import JACOBI_STEPS, Workload
 
 TRIALS = 3
 TARGET_SECONDS = 0.05

@@ -1,7 +1,7 @@
 """Memory benchmarks: pooled allocation against raw vkAllocateMemory, and transfer rates
 against the copy engine measured in the same run.
 
-    python -m gpulab.memory.bench [--device N] [--sizes 64M 1G] [--sweep] [--json OUT]
+    python -m gpulab.diagnostics.memory_bench [--device N] [--sizes 64M 1G] [--sweep] [--json OUT]
 
 - alloc: microseconds per allocate+free of a buffer, four ways: raw vkAllocateMemory +
   vkFreeMemory; the same plus a VkBuffer bound to it (what a buffer costs without this
@@ -397,7 +397,9 @@ def _host_facts() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpulab.memory.bench", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m gpulab.diagnostics.memory_bench", description=__doc__
+    )
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--sizes", nargs="+", default=["64M", "1G"], type=parse_size)
     parser.add_argument("--repeat", type=int, default=3)
