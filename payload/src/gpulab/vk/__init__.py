@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         UnknownVulkanError,
         VulkanError,
     )
+    from gpulab.vk.external_memory import HostMemoryImporter
     from gpulab.vk.instance import Instance, shared_instance
     from gpulab.vk.memory import DeviceMemory, select_memory_type
     from gpulab.vk.physical_device import (
@@ -61,6 +62,7 @@ __all__ = [
     "DeviceLost",
     "DeviceMemory",
     "Fence",
+    "HostMemoryImporter",
     "InitializationFailed",
     "Instance",
     "MemoryHeap",
@@ -126,6 +128,7 @@ _MODULES = {
         "UnknownVulkanError",
         "VulkanError",
     ),
+    "external_memory": ("HostMemoryImporter",),
     "instance": (
         "Instance",
         "shared_instance",
