@@ -9,9 +9,11 @@ import pytest
 from gpulab.memory import (
     Allocation,
     AllocationFreedError,
+    BufferPool,
     FirstFitAllocator,
     MemoryManager,
     OutOfMemoryError,
+    Stager,
 )
 from gpulab.vk import Device, ObjectClosedError, live_handles
 
@@ -128,3 +130,13 @@ def test_freeing_everything_leaves_one_region_per_native_block_then_none(device:
         manager.trim()
         assert manager.stats()["block_count"] == 0
         assert "DeviceMemory" not in live_handles()
+
+
+def test_closing_closes_the_attached_pools_and_stagers_first(device: Device) -> None:
+    manager = MemoryManager(device)
+    pool, stager = BufferPool(manager, budget_bytes=MIB), Stager(manager)
+    pool.acquire(100).free()
+    assert set(manager.stats()) >= {"pool", "transfers"}
+    manager.close()
+    assert pool.closed and stager.stats()["pinned_arrays"] == 0
+    assert not {"DeviceMemory", "CommandPool"} & set(live_handles())  # the stager's too

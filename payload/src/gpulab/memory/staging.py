@@ -89,6 +89,19 @@ def _settle(futures: dict[int, Future[Any]]) -> None:
     wait(list(futures.values()))
 
 
+def combine_stager_stats(stagers: list[dict[str, Any]]) -> dict[str, Any]:
+    """The stagers' pinned and registered arrays and transfer counts added up."""
+    keys = ("pinned_arrays", "pinned_bytes", "registered_arrays", "registered_bytes")
+    total: dict[str, Any] = {key: sum(s[key] for s in stagers) for key in keys}
+    total["transfers"] = {}
+    for stager in stagers:
+        for direction, counts in stager["transfers"].items():
+            into = total["transfers"].setdefault(direction, {})
+            for path, count in counts.items():
+                into[path] = into.get(path, 0) + count
+    return total
+
+
 def _bytes_of(array: npt.NDArray[Any]) -> npt.NDArray[np.uint8]:
     flat = np.ascontiguousarray(array).reshape(-1)
     return flat.view(np.uint8)
@@ -155,7 +168,7 @@ class Stager:
             direction: dict.fromkeys(PATHS, 0) for direction in ("upload", "download")
         }
         """Transfers per direction and path."""
-        manager.stagers.append(self)
+        manager.attach("transfers", self, combine_stager_stats)
 
     # Host copies ------------------------------------------------------------------------
 
@@ -562,8 +575,7 @@ class Stager:
 
     def close(self) -> None:
         """Wait for copies in flight, then release the rings, pinned arrays and fences."""
-        if self in self.manager.stagers:
-            self.manager.stagers.remove(self)
+        self.manager.detach(self)
         for pin in list(self._pins):
             pin.free()
         for _, imported in self._registered.values():
