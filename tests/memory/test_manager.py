@@ -14,6 +14,7 @@ from gpulab.memory import (
     MemoryManager,
     OutOfMemoryError,
     Stager,
+    allocate_dedicated,
 )
 from gpulab.vk import Device, ObjectClosedError, live_handles
 
@@ -140,3 +141,15 @@ def test_closing_closes_the_attached_pools_and_stagers_first(device: Device) -> 
     manager.close()
     assert pool.closed and stager.stats()["pinned_arrays"] == 0
     assert not {"DeviceMemory", "CommandPool"} & set(live_handles())  # the stager's too
+
+
+def test_a_dedicated_allocation_has_memory_of_its_own_until_freed(device: Device) -> None:
+    before = live_handles()
+    with allocate_dedicated(device, 1000, "mapped", label="alone") as alone:
+        assert alone.dedicated and alone.offset == 0 and alone.memory.size >= 1000
+        alone.write(np.arange(250, dtype=np.float32))
+        np.testing.assert_array_equal(alone.read(np.float32, 250), np.arange(250))
+        assert live_handles()["DeviceMemory"] == before.get("DeviceMemory", 0) + 1
+    assert live_handles() == before
+    with pytest.raises(AllocationFreedError):
+        _ = alone.buffer

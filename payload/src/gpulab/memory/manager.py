@@ -7,6 +7,7 @@ owns its memory.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ import numpy.typing as npt
 from gpulab.memory.blocks import DEFAULT_GRACE_S, BlockAllocator, Limits, Region
 from gpulab.memory.errors import AllocationFreedError
 from gpulab.memory.memory_types import MAPPABLE
-from gpulab.memory.offsets import OffsetAllocatorFactory, default_factory
+from gpulab.memory.offsets import FirstFitAllocator, OffsetAllocatorFactory, default_factory
 from gpulab.vk import Buffer, Device, DeviceMemory, MemoryType, ObjectClosedError
 from gpulab.vk.buffer import STORAGE, TRANSFER_DST, TRANSFER_SRC
 
@@ -292,3 +293,26 @@ class MemoryManager:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def allocate_dedicated(
+    device: Device, nbytes: int, kind: str = "device", usage: int = DEFAULT_USAGE, label: str = ""
+) -> Allocation:
+    """A buffer of `nbytes` in device memory of its own, which its free() gives back: for a
+    buffer that lives alone (a test's array, a pipeline's input), with no manager to keep.
+
+    It comes from a manager of its own whose every block is dedicated (a block size of one
+    byte puts every request above half a block); freeing the allocation closes that manager.
+    """
+    manager = MemoryManager(device, allocator_factory=FirstFitAllocator, block_size=1)
+    try:
+        reservation = manager.reserve(nbytes, kind, usage)
+    except BaseException:
+        manager.close()
+        raise
+    return Allocation(reservation, nbytes, functools.partial(_free_alone, manager), label)
+
+
+def _free_alone(manager: MemoryManager, allocation: Allocation) -> None:
+    manager.unreserve(allocation._take())
+    manager.close()
