@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from gpulab.memory import allocate_dedicated
 from gpulab.vk import (
+    Closeable,
     CommandPool,
     ComputePipeline,
     DescriptorPool,
@@ -88,7 +89,7 @@ def _chunk_elements(info: DeviceInfo, max_binding_bytes: int | None) -> int:
     return chunk_bytes // 4
 
 
-class GpuComputePipeline:
+class GpuComputePipeline(Closeable):
     """Doubles float32 arrays on a Vulkan device: `GpuComputePipeline().execute(x) == 2 * x`.
 
     The pipeline owns its device, made from `instance` (default: the process-wide shared
@@ -189,9 +190,3 @@ class GpuComputePipeline:
             self._io.close()
             self._io = None
         self.device.close()
-
-    def __enter__(self) -> GpuComputePipeline:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

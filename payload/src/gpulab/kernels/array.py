@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpulab.memory import Allocation, allocate_dedicated
-from gpulab.vk import Buffer, Device
+from gpulab.vk import Buffer, Closeable, Device
 
 FLOAT_BYTES = 4
 
@@ -60,7 +60,7 @@ class DeviceArray:
         return self.elements(0, self.size)
 
 
-class OwnedArray:
+class OwnedArray(Closeable):
     """A DeviceArray in memory of its own (gpulab.memory.allocate_dedicated): for
     `Kernels.run`, tests and benchmarks.
 
@@ -94,9 +94,3 @@ class OwnedArray:
     def close(self) -> None:
         """Free the buffer and its memory (a second call does nothing)."""
         self.allocation.free()
-
-    def __enter__(self) -> OwnedArray:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy.typing as npt
 
-from gpulab.vk import Buffer, Device, DeviceMemory, HostMemoryImporter
+from gpulab.vk import Buffer, Closeable, Device, DeviceMemory, HostMemoryImporter
 from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
 
 
 @dataclass
-class ImportedArray:
+class ImportedArray(Closeable):
     """A buffer over the pages of one numpy array; `offset` is where the array starts in it."""
 
     buffer: Buffer
@@ -34,12 +34,6 @@ class ImportedArray:
         """Destroy the buffer and release the import (the pages are unpinned)."""
         self.buffer.close()
         self.memory.close()
-
-    def __enter__(self) -> ImportedArray:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 class HostImporter:

@@ -20,7 +20,7 @@ from gpulab.memory.blocks import DEFAULT_GRACE_S, BlockAllocator, Limits, Region
 from gpulab.memory.errors import AllocationFreedError
 from gpulab.memory.memory_types import MAPPABLE
 from gpulab.memory.offsets import FirstFitAllocator, OffsetAllocatorFactory, default_factory
-from gpulab.vk import Buffer, Device, DeviceMemory, MemoryType, ObjectClosedError
+from gpulab.vk import Buffer, Closeable, Device, DeviceMemory, MemoryType, ObjectClosedError
 from gpulab.vk.buffer import STORAGE, TRANSFER_DST, TRANSFER_SRC
 
 DEFAULT_USAGE = STORAGE | TRANSFER_SRC | TRANSFER_DST
@@ -167,7 +167,7 @@ class Allocation:
         return f"<Allocation{label} {self.size} bytes {self.kind} {state}>"
 
 
-class MemoryManager:
+class MemoryManager(Closeable):
     """Owns the memory blocks of one device; hands out `Allocation`s.
 
     `heap_limits` caps heaps below their size ({heap index: bytes}); `allocator_factory`
@@ -287,12 +287,6 @@ class MemoryManager:
             reservation.buffer.close()
         self._reservations.clear()
         self.blocks.close()
-
-    def __enter__(self) -> MemoryManager:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def allocate_dedicated(

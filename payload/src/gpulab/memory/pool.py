@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulab.memory.manager import DEFAULT_USAGE, Allocation, MemoryManager, Reservation
-from gpulab.vk import ObjectClosedError
+from gpulab.vk import Closeable, ObjectClosedError
 
 SMALLEST_CLASS = 256
 EXACT_ABOVE = 256 << 20
@@ -70,7 +70,7 @@ def _caller() -> str:
     return f"{frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno}"
 
 
-class BufferPool:
+class BufferPool(Closeable):
     """Pooled allocations from one MemoryManager, kept under `budget_bytes` (see module)."""
 
     def __init__(
@@ -188,9 +188,3 @@ class BufferPool:
         self.closed = True
         self.manager.detach(self)
         self.manager.blocks.on_exhausted.remove(self.clear)
-
-    def __enter__(self) -> BufferPool:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

@@ -42,7 +42,7 @@ import numpy.typing as npt
 from gpulab.memory.host_import import HostImporter, ImportedArray
 from gpulab.memory.manager import Allocation, MemoryManager
 from gpulab.memory.pinned import Pin, PinnedArray, pinned_location
-from gpulab.vk import CommandBuffer, CommandPool, Fence
+from gpulab.vk import Closeable, CommandBuffer, CommandPool, Fence
 from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
 from gpulab.vk.memory import HOST_CACHED
 
@@ -107,7 +107,7 @@ def _bytes_of(array: npt.NDArray[Any]) -> npt.NDArray[np.uint8]:
     return flat.view(np.uint8)
 
 
-class Stager:
+class Stager(Closeable):
     """Host <-> device transfers for one MemoryManager (see the module docstring).
 
     `chunk_bytes` and `slots` size each ring (default: two chunks per thread); `threads`
@@ -593,9 +593,3 @@ class Stager:
         if self._executor is not None:
             self._executor.shutdown()
             self._executor = None
-
-    def __enter__(self) -> Stager:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

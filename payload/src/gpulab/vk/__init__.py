@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from gpulab._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from gpulab.vk._handle import State, VkObject, live_handles
+    from gpulab.vk._handle import Closeable, State, VkObject, live_handles
     from gpulab.vk.buffer import Buffer
     from gpulab.vk.commands import CommandBuffer, CommandPool, pack_push_constants
     from gpulab.vk.descriptors import DescriptorPool, DescriptorSet, DescriptorSetLayout
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Buffer",
+    "Closeable",
     "CommandBuffer",
     "CommandPool",
     "ComputePipeline",
@@ -96,6 +97,7 @@ __all__ = [
 
 _MODULES = {
     "_handle": (
+        "Closeable",
         "State",
         "VkObject",
         "live_handles",
