@@ -77,6 +77,7 @@ class OwnedArray(Closeable):
 
     @property
     def buffer(self) -> Buffer:
+        """The array's buffer (its data starts at offset 0)."""
         return self.allocation.buffer
 
     def write(self, values: npt.ArrayLike) -> None:
