@@ -66,9 +66,13 @@ def test_kinds_pick_their_memory_types() -> None:
     device = blocks.allocate(100, 4, "device", ALL_TYPES)
     upload = blocks.allocate(100, 4, "upload", ALL_TYPES)
     readback = blocks.allocate(100, 4, "readback", ALL_TYPES)
+    mapped = blocks.allocate(100, 4, "mapped", ALL_TYPES)
+    mapped_elsewhere = blocks.allocate(100, 4, "mapped", 0b0111)
     assert device.block.memory_type.index == 0  # VRAM the host cannot map
     assert upload.block.memory_type.index == 1  # uncached system memory
     assert readback.block.memory_type.index == 2  # cached system memory
+    assert mapped.block.memory_type.index == 3  # mappable VRAM
+    assert mapped_elsewhere.block.memory_type.index == 1  # else the first mappable type
     with pytest.raises(ValueError, match="unknown memory kind 'texture'"):
         blocks.allocate(100, 4, "texture", ALL_TYPES)
 

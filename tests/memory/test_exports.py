@@ -19,6 +19,7 @@ def test_public_names_are_pinned() -> None:
         "OutOfMemoryError",
         "PinnedArray",
         "Stager",
+        "allocate_dedicated",
         "block_size_for",
         "size_class",
     }

@@ -9,9 +9,12 @@ import pytest
 from gpulab.memory import (
     Allocation,
     AllocationFreedError,
+    BufferPool,
     FirstFitAllocator,
     MemoryManager,
     OutOfMemoryError,
+    Stager,
+    allocate_dedicated,
 )
 from gpulab.vk import Device, ObjectClosedError, live_handles
 
@@ -128,3 +131,25 @@ def test_freeing_everything_leaves_one_region_per_native_block_then_none(device:
         manager.trim()
         assert manager.stats()["block_count"] == 0
         assert "DeviceMemory" not in live_handles()
+
+
+def test_closing_closes_the_attached_pools_and_stagers_first(device: Device) -> None:
+    manager = MemoryManager(device)
+    pool, stager = BufferPool(manager, budget_bytes=MIB), Stager(manager)
+    pool.acquire(100).free()
+    assert set(manager.stats()) >= {"pool", "transfers"}
+    manager.close()
+    assert pool.closed and stager.stats()["pinned_arrays"] == 0
+    assert not {"DeviceMemory", "CommandPool"} & set(live_handles())  # the stager's too
+
+
+def test_a_dedicated_allocation_has_memory_of_its_own_until_freed(device: Device) -> None:
+    before = live_handles()
+    with allocate_dedicated(device, 1000, "mapped", label="alone") as alone:
+        assert alone.dedicated and alone.offset == 0 and alone.memory.size >= 1000
+        alone.write(np.arange(250, dtype=np.float32))
+        np.testing.assert_array_equal(alone.read(np.float32, 250), np.arange(250))
+        assert live_handles()["DeviceMemory"] == before.get("DeviceMemory", 0) + 1
+    assert live_handles() == before
+    with pytest.raises(AllocationFreedError):
+        _ = alone.buffer

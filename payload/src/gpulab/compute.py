@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from gpulab.memory import allocate_dedicated
 from gpulab.vk import (
+    Closeable,
     CommandPool,
     ComputePipeline,
     DescriptorPool,
@@ -22,40 +25,15 @@ from gpulab.vk import (
     ShaderModule,
     pack_push_constants,
 )
-from gpulab.vk.buffer import STORAGE, buffer_with_memory
 from gpulab.vk.instance import shared_instance
-from gpulab.vk.memory import DEVICE_LOCAL, HOST_CACHED, HOST_COHERENT, HOST_VISIBLE
 
 SHADER = "times_two"
 WORKGROUP_SIZE = 256
-_MAPPABLE = HOST_VISIBLE | HOST_COHERENT
-_Owned = TypeVar("_Owned", "_HostBuffer", DescriptorPool)
-
-
-class _HostBuffer:
-    """A storage buffer in host-visible memory, with a persistent float32 view of it."""
-
-    def __init__(self, device: Device, elements: int, preferred: int) -> None:
-        buffer, memory = buffer_with_memory(device, 4 * elements, STORAGE, _MAPPABLE, preferred)
-        try:
-            view = memory.view(np.float32, elements)
-        except BaseException:
-            buffer.close()
-            memory.close()
-            raise
-        self.buffer = buffer
-        self.memory = memory
-        self.view: npt.NDArray[np.float32] = view
-
-    def close(self) -> None:
-        if hasattr(self, "view"):
-            del self.view  # the view must go before the memory is unmapped
-        self.buffer.close()
-        self.memory.close()
 
 
 class _IoBuffers:
-    """Input and output buffers for up to `capacity` elements, bound in chunks.
+    """Input and output buffers for up to `capacity` elements, bound in chunks, with a
+    persistent float32 view of each.
 
     One descriptor set per chunk: a binding may not exceed the device's max storage buffer
     range (128 MiB on lavapipe).
@@ -67,32 +45,36 @@ class _IoBuffers:
         self.capacity = capacity
         self.chunk = chunk
         chunks = math.ceil(capacity / chunk)
-        self._owned: list[_HostBuffer | DescriptorPool] = []
+        self._owned = contextlib.ExitStack()
         try:
-            self.input = self._keep(_HostBuffer(device, capacity, DEVICE_LOCAL))
-            # Read back through cached memory where there is such (discrete GPUs).
-            self.output = self._keep(_HostBuffer(device, capacity, HOST_CACHED))
-            self.pool = self._keep(DescriptorPool(device, chunks, 2 * chunks))
+            # The host writes the input (device-local where the host can map such memory) and
+            # reads the output back through cached memory where there is such (discrete GPUs).
+            self.input = self._owned.enter_context(
+                allocate_dedicated(device, 4 * capacity, "mapped", label="compute input")
+            )
+            self.output = self._owned.enter_context(
+                allocate_dedicated(device, 4 * capacity, "readback", label="compute output")
+            )
+            pool = self._owned.enter_context(DescriptorPool(device, chunks, 2 * chunks))
             self.sets: list[DescriptorSet] = []
             for first in range(0, capacity, chunk):
                 size = 4 * min(chunk, capacity - first)
-                descriptor_set = self.pool.allocate(set_layout)
+                descriptor_set = pool.allocate(set_layout)
                 descriptor_set.write_buffers(
                     [(self.input.buffer, 4 * first, size), (self.output.buffer, 4 * first, size)]
                 )
                 self.sets.append(descriptor_set)
+            self.input_view: npt.NDArray[np.float32] = self.input.view(np.float32, capacity)
+            self.output_view: npt.NDArray[np.float32] = self.output.view(np.float32, capacity)
         except BaseException:
             self.close()
             raise
 
-    def _keep(self, owned: _Owned) -> _Owned:
-        self._owned.append(owned)
-        return owned
-
     def close(self) -> None:
-        for owned in reversed(self._owned):
-            owned.close()
-        self._owned = []
+        # The views go first: freeing the memory unmaps it under them.
+        for view in ("input_view", "output_view"):
+            vars(self).pop(view, None)
+        self._owned.close()
 
 
 def _chunk_elements(info: DeviceInfo, max_binding_bytes: int | None) -> int:
@@ -107,7 +89,7 @@ def _chunk_elements(info: DeviceInfo, max_binding_bytes: int | None) -> int:
     return chunk_bytes // 4
 
 
-class GpuComputePipeline:
+class GpuComputePipeline(Closeable):
     """Doubles float32 arrays on a Vulkan device: `GpuComputePipeline().execute(x) == 2 * x`.
 
     The pipeline owns its device, made from `instance` (default: the process-wide shared
@@ -160,11 +142,11 @@ class GpuComputePipeline:
         io = self._buffers_for(n)
         if self._recorded_n != n:
             self._record(io, n)
-        io.input.view[:n] = array.reshape(-1)
+        io.input_view[:n] = array.reshape(-1)
         self.device.submit(self._command, self._fence)
         self._fence.wait()
         self._fence.reset()
-        result: npt.NDArray[np.float32] = io.output.view[:n].copy().reshape(array.shape)
+        result: npt.NDArray[np.float32] = io.output_view[:n].copy().reshape(array.shape)
         return result
 
     def _checked_input(self, values: Any) -> npt.NDArray[np.float32]:
@@ -208,9 +190,3 @@ class GpuComputePipeline:
             self._io.close()
             self._io = None
         self.device.close()
-
-    def __enter__(self) -> GpuComputePipeline:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

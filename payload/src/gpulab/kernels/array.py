@@ -4,22 +4,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from gpulab.vk import Buffer, Device
-from gpulab.vk.buffer import STORAGE, TRANSFER_DST, TRANSFER_SRC, buffer_with_memory
-from gpulab.vk.memory import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE
+from gpulab.memory import Allocation, allocate_dedicated
+from gpulab.vk import Buffer, Closeable, Device
 
 FLOAT_BYTES = 4
-_USAGE = STORAGE | TRANSFER_SRC | TRANSFER_DST
-
-
-class _HasBuffer(Protocol):
-    @property
-    def buffer(self) -> Buffer: ...
 
 
 @dataclass(frozen=True)
@@ -44,7 +37,7 @@ class DeviceArray:
             )
 
     @classmethod
-    def of(cls, allocation: _HasBuffer, shape: tuple[int, ...]) -> DeviceArray:
+    def of(cls, allocation: Allocation, shape: tuple[int, ...]) -> DeviceArray:
         """The array over a gpulab.memory Allocation (which owns a buffer bound at offset 0)."""
         return cls(allocation.buffer, tuple(shape))
 
@@ -67,43 +60,38 @@ class DeviceArray:
         return self.elements(0, self.size)
 
 
-class OwnedArray:
-    """A DeviceArray with its own buffer and memory: for `Kernels.run`, tests and benchmarks.
+class OwnedArray(Closeable):
+    """A DeviceArray in memory of its own (gpulab.memory.allocate_dedicated): for
+    `Kernels.run`, tests and benchmarks.
 
-    `mappable` (default) puts it in host-visible, coherent memory (device-local where the
-    device has such a type) so that `write()`/`read()` copy through the mapping; otherwise it
-    is plain device-local memory, filled and read by kernels only.
+    `mappable` (default) puts it in memory that the host maps ("mapped": device-local where
+    the device has such a type) so that `write()`/`read()` copy through the mapping; otherwise
+    it is plain device memory, filled and read by kernels only.
     """
 
     def __init__(self, device: Device, shape: tuple[int, ...], *, mappable: bool = True) -> None:
-        size = math.prod(shape)
-        required = HOST_VISIBLE | HOST_COHERENT if mappable else DEVICE_LOCAL
-        buffer, memory = buffer_with_memory(
-            device, FLOAT_BYTES * max(size, 1), _USAGE, required, DEVICE_LOCAL
-        )
-        self.buffer = buffer
-        self.memory = memory
-        self.array = DeviceArray(buffer, tuple(shape))
+        nbytes = FLOAT_BYTES * max(math.prod(shape), 1)
+        kind = "mapped" if mappable else "device"
+        self.allocation = allocate_dedicated(device, nbytes, kind, label="OwnedArray")
+        self.array = DeviceArray.of(self.allocation, shape)
+
+    @property
+    def buffer(self) -> Buffer:
+        """The array's buffer (its data starts at offset 0)."""
+        return self.allocation.buffer
 
     def write(self, values: npt.ArrayLike) -> None:
         """Copy values (converted to float32) into the buffer."""
         data = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
         if data.size != self.array.size:
             raise ValueError(f"expected {self.array.size} values, got {data.size}")
-        self.memory.write(data)
+        self.allocation.write(data)
 
     def read(self) -> npt.NDArray[np.float32]:
         """A copy of the contents, in the array's shape."""
-        values: npt.NDArray[Any] = self.memory.read(np.float32, self.array.size)
+        values: npt.NDArray[Any] = self.allocation.read(np.float32, self.array.size)
         return values.reshape(self.array.shape)
 
     def close(self) -> None:
-        """Free the buffer and its memory."""
-        self.buffer.close()
-        self.memory.close()
-
-    def __enter__(self) -> OwnedArray:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+        """Free the buffer and its memory (a second call does nothing)."""
+        self.allocation.free()

@@ -14,7 +14,7 @@ from gpulab.kernels.array import FLOAT_BYTES, DeviceArray, OwnedArray
 from gpulab.kernels.generate import Pattern, record_pattern, unsupported
 from gpulab.kernels.pipelines import Geometry, PipelineCatalog, geometry
 from gpulab.ops.spec import OPS, result_shape
-from gpulab.vk import CommandBuffer, CommandPool, Device, Fence
+from gpulab.vk import Closeable, CommandBuffer, CommandPool, Device, Fence
 
 EXTRA_OPS = ("copy", "fill")
 """Ops beyond the contract: copy (x -> out, a multiple of 4 elements: bench's bandwidth
@@ -33,7 +33,7 @@ class Recorded(NamedTuple):
     """jacobi: its 8-word status (uint32 bits); word 4 counts the steps that ran."""
 
 
-class Kernels:
+class Kernels(Closeable):
     """Records the contract's ops on one device; pipelines are made on first use and cached.
 
     `record()` appends an op's dispatches to a command buffer, reading and writing DeviceArrays
@@ -148,12 +148,6 @@ class Kernels:
     def close(self) -> None:
         """Destroy the pipelines, layouts and descriptor pools (the device stays open)."""
         self._catalog.close()
-
-    def __enter__(self) -> Kernels:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # --- checks ------------------------------------------------------------------------
 

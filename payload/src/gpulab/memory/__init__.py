@@ -1,13 +1,14 @@
 """gpulab.memory: device memory for kernels and backends.
 
 `MemoryManager` suballocates buffers from large blocks per memory type, `BufferPool` reuses
-them by size class under a byte budget, `Stager` moves numpy arrays in and out. Imports only
-gpulab.vk and gpulab.native.
+them by size class under a byte budget, `Stager` moves numpy arrays in and out;
+`allocate_dedicated` gives a buffer that lives alone memory of its own. Every device buffer of
+gpulab comes from here. Imports only gpulab.vk and gpulab.native.
 """
 
 from gpulab.memory.blocks import BlockAllocator, block_size_for
 from gpulab.memory.errors import AllocationFreedError, OutOfMemoryError
-from gpulab.memory.manager import DEFAULT_USAGE, Allocation, MemoryManager
+from gpulab.memory.manager import DEFAULT_USAGE, Allocation, MemoryManager, allocate_dedicated
 from gpulab.memory.memory_types import KINDS
 from gpulab.memory.offsets import FirstFitAllocator, OffsetAllocator
 from gpulab.memory.pinned import PinnedArray
@@ -27,6 +28,7 @@ __all__ = [
     "OutOfMemoryError",
     "PinnedArray",
     "Stager",
+    "allocate_dedicated",
     "block_size_for",
     "size_class",
 ]

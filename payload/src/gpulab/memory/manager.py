@@ -7,9 +7,11 @@ owns its memory.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -17,25 +19,32 @@ import numpy.typing as npt
 from gpulab.memory.blocks import DEFAULT_GRACE_S, BlockAllocator, Limits, Region
 from gpulab.memory.errors import AllocationFreedError
 from gpulab.memory.memory_types import MAPPABLE
-from gpulab.memory.offsets import OffsetAllocatorFactory, default_factory
-from gpulab.vk import Buffer, Device, DeviceMemory, MemoryType, ObjectClosedError
+from gpulab.memory.offsets import FirstFitAllocator, OffsetAllocatorFactory, default_factory
+from gpulab.vk import Buffer, Closeable, Device, DeviceMemory, MemoryType, ObjectClosedError
 from gpulab.vk.buffer import STORAGE, TRANSFER_DST, TRANSFER_SRC
-
-if TYPE_CHECKING:
-    from gpulab.memory.pool import BufferPool
-    from gpulab.memory.staging import Stager
 
 DEFAULT_USAGE = STORAGE | TRANSFER_SRC | TRANSFER_DST
 
 
+class Part(Protocol):
+    """What is built on a manager and attached to it (a BufferPool, a Stager)."""
+
+    def stats(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
+AddUp = Callable[[list[dict[str, Any]]], dict[str, Any]]
+"""The stats() of the attached parts of one section -> the section's figures."""
+
+
+@dataclass(eq=False)
 class Reservation:
     """A bound buffer and the region it occupies: what a pool caches between uses."""
 
-    def __init__(self, buffer: Buffer, region: Region, kind: str, usage: int) -> None:
-        self.buffer = buffer
-        self.region = region
-        self.kind = kind
-        self.usage = usage
+    buffer: Buffer
+    region: Region
+    kind: str
+    usage: int
 
     @property
     def capacity(self) -> int:
@@ -158,7 +167,7 @@ class Allocation:
         return f"<Allocation{label} {self.size} bytes {self.kind} {state}>"
 
 
-class MemoryManager:
+class MemoryManager(Closeable):
     """Owns the memory blocks of one device; hands out `Allocation`s.
 
     `heap_limits` caps heaps below their size ({heap index: bytes}); `allocator_factory`
@@ -194,8 +203,7 @@ class MemoryManager:
             grace_s=grace_s,
             clock=clock,
         )
-        self.pools: list[BufferPool] = []
-        self.stagers: list[Stager] = []
+        self._parts: dict[int, tuple[str, Part, AddUp]] = {}
         self._reservations: set[Reservation] = set()
         self.closed = False
 
@@ -245,51 +253,60 @@ class MemoryManager:
         """Release empty blocks now instead of after the grace period."""
         self.blocks.trim()
 
+    def attach(self, section: str, part: Part, add_up: AddUp) -> None:
+        """Report `part`'s stats() under `section` of stats() (added up with the other parts
+        there by `add_up`) until detach(); close() closes it first."""
+        self._parts[id(part)] = (section, part, add_up)
+
+    def detach(self, part: Part) -> None:
+        """Forget an attached part (a part's close() calls this). Unknown parts are ignored."""
+        self._parts.pop(id(part), None)
+
     def stats(self) -> dict[str, Any]:
-        """Allocator statistics (and those of the pools made on this manager), JSON-ready."""
+        """Allocator statistics, and those of the attached pools and stagers, JSON-ready."""
         result = self.blocks.stats()
         result["suballocator"] = self.suballocator
-        if self.pools:
-            result["pool"] = combine_pool_stats([pool.stats() for pool in self.pools])
-        if self.stagers:
-            result["transfers"] = combine_stager_stats([s.stats() for s in self.stagers])
+        sections: dict[str, tuple[AddUp, list[dict[str, Any]]]] = {}
+        for section, part, add_up in self._parts.values():
+            sections.setdefault(section, (add_up, []))[1].append(part.stats())
+        for section in sorted(sections):
+            add_up, figures = sections[section]
+            result[section] = add_up(figures)
         return result
 
     def close(self) -> None:
-        """Free every block; allocations still held become unusable. A second call does nothing."""
+        """Close the attached parts, then free every block; allocations still held become
+        unusable. A second call does nothing."""
         if self.closed:
             return
-        for pool in list(self.pools):
-            pool.close()
+        for _, part, _ in list(self._parts.values()):
+            part.close()
+        self._parts.clear()
         self.closed = True
         for reservation in self._reservations:  # buffers first: they are bound to the blocks
             reservation.buffer.close()
         self._reservations.clear()
         self.blocks.close()
 
-    def __enter__(self) -> MemoryManager:
-        return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+def allocate_dedicated(
+    device: Device, nbytes: int, kind: str = "device", usage: int = DEFAULT_USAGE, label: str = ""
+) -> Allocation:
+    """A buffer of `nbytes` in device memory of its own, which its free() gives back: for a
+    buffer that lives alone (a test's array, a pipeline's input), with no manager to keep.
+
+    It comes from a manager of its own whose every block is dedicated (a block size of one
+    byte puts every request above half a block); freeing the allocation closes that manager.
+    """
+    manager = MemoryManager(device, allocator_factory=FirstFitAllocator, block_size=1)
+    try:
+        reservation = manager.reserve(nbytes, kind, usage)
+    except BaseException:
+        manager.close()
+        raise
+    return Allocation(reservation, nbytes, functools.partial(_free_alone, manager), label)
 
 
-def combine_pool_stats(pools: list[dict[str, Any]]) -> dict[str, Any]:
-    """The pools' counters added up, with the overall hit rate."""
-    keys = ("hits", "misses", "evictions", "in_use_bytes", "cached_bytes", "budget_bytes")
-    total = {key: sum(int(pool[key]) for pool in pools) for key in keys}
-    requests = total["hits"] + total["misses"]
-    return {**total, "hit_rate": round(total["hits"] / requests, 4) if requests else 0.0}
-
-
-def combine_stager_stats(stagers: list[dict[str, Any]]) -> dict[str, Any]:
-    """The stagers' pinned and registered arrays and transfer counts added up."""
-    keys = ("pinned_arrays", "pinned_bytes", "registered_arrays", "registered_bytes")
-    total: dict[str, Any] = {key: sum(s[key] for s in stagers) for key in keys}
-    total["transfers"] = {}
-    for stager in stagers:
-        for direction, counts in stager["transfers"].items():
-            into = total["transfers"].setdefault(direction, {})
-            for path, count in counts.items():
-                into[path] = into.get(path, 0) + count
-    return total
+def _free_alone(manager: MemoryManager, allocation: Allocation) -> None:
+    manager.unreserve(allocation._take())
+    manager.close()

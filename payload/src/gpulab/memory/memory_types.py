@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gpulab.vk import MemoryType
 from gpulab.vk.memory import DEVICE_LOCAL, HOST_CACHED, HOST_COHERENT, HOST_VISIBLE
 
-KINDS = ("device", "device_mapped", "upload", "readback")
+KINDS = ("device", "device_mapped", "mapped", "upload", "readback")
 """device: read and written by kernels; device_mapped: the same, preferring device-local memory
 that the host can also map (a BAR or integrated GPU: the Stager may then skip staging);
-upload: the host writes, the device reads (staging); readback: the device writes, the host
-reads."""
+mapped: read and written by kernels and through the mapping by the host (device-local where
+such memory is mappable); upload: the host writes, the device reads (staging); readback: the
+device writes, the host reads."""
 
 MAPPABLE = HOST_VISIBLE | HOST_COHERENT
 """What we map: coherent memory needs no flush or invalidate calls."""
@@ -33,6 +36,13 @@ def _device_mapped_rank(memory_type: MemoryType) -> int:
     return 1 + _device_rank(memory_type)
 
 
+def _mapped_rank(memory_type: MemoryType) -> int | None:
+    # Mappable memory, VRAM first.
+    if not _has(memory_type, MAPPABLE):
+        return None
+    return int(not _has(memory_type, DEVICE_LOCAL))
+
+
 def _upload_rank(memory_type: MemoryType) -> int | None:
     # System memory that the host writes (write-combined, uncached is fine), then anything mappable.
     if not _has(memory_type, MAPPABLE):
@@ -47,24 +57,28 @@ def _readback_rank(memory_type: MemoryType) -> int | None:
     return int(not _has(memory_type, HOST_CACHED)) * 2 + int(_has(memory_type, DEVICE_LOCAL))
 
 
+_RANKS: dict[str, Callable[[MemoryType], int | None]] = {
+    "device": _device_rank,
+    "device_mapped": _device_mapped_rank,
+    "mapped": _mapped_rank,
+    "upload": _upload_rank,
+    "readback": _readback_rank,
+}
+"""Each kind's rank of a memory type: lower is better, None unsuitable."""
+
+
 def candidate_types(
     memory_types: tuple[MemoryType, ...], kind: str, type_bits: int
 ) -> list[MemoryType]:
     """The memory types allowed by `type_bits` that suit `kind`, best first."""
-    if kind not in KINDS:
+    rank_of = _RANKS.get(kind)
+    if rank_of is None:
         raise ValueError(f"unknown memory kind {kind!r}; expected one of {', '.join(KINDS)}")
     ranked: list[tuple[int, int, MemoryType]] = []
     for memory_type in memory_types:
         if not type_bits & (1 << memory_type.index):
             continue
-        if kind == "device":
-            rank: int | None = _device_rank(memory_type)
-        elif kind == "device_mapped":
-            rank = _device_mapped_rank(memory_type)
-        elif kind == "upload":
-            rank = _upload_rank(memory_type)
-        else:
-            rank = _readback_rank(memory_type)
+        rank = rank_of(memory_type)
         if rank is not None:
             ranked.append((rank, memory_type.index, memory_type))
     return [memory_type for _, _, memory_type in sorted(ranked)]

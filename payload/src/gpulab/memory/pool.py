@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulab.memory.manager import DEFAULT_USAGE, Allocation, MemoryManager, Reservation
-from gpulab.vk import ObjectClosedError
+from gpulab.vk import Closeable, ObjectClosedError
 
 SMALLEST_CLASS = 256
 EXACT_ABOVE = 256 << 20
@@ -57,12 +57,20 @@ class Lifetime:
         }
 
 
+def combine_pool_stats(pools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pools' counters added up, with the overall hit rate."""
+    keys = ("hits", "misses", "evictions", "in_use_bytes", "cached_bytes", "budget_bytes")
+    total = {key: sum(int(pool[key]) for pool in pools) for key in keys}
+    requests = total["hits"] + total["misses"]
+    return {**total, "hit_rate": round(total["hits"] / requests, 4) if requests else 0.0}
+
+
 def _caller() -> str:
     frame = sys._getframe(2)
     return f"{frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno}"
 
 
-class BufferPool:
+class BufferPool(Closeable):
     """Pooled allocations from one MemoryManager, kept under `budget_bytes` (see module)."""
 
     def __init__(
@@ -86,7 +94,7 @@ class BufferPool:
         self.in_use_bytes = 0
         self.cached_bytes = 0
         self.closed = False
-        manager.pools.append(self)
+        manager.attach("pool", self, combine_pool_stats)
         manager.blocks.on_exhausted.append(self.clear)
 
     def acquire(
@@ -178,12 +186,5 @@ class BufferPool:
             return
         self.clear()
         self.closed = True
-        if self in self.manager.pools:
-            self.manager.pools.remove(self)
-            self.manager.blocks.on_exhausted.remove(self.clear)
-
-    def __enter__(self) -> BufferPool:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+        self.manager.detach(self)
+        self.manager.blocks.on_exhausted.remove(self.clear)

@@ -42,7 +42,7 @@ import numpy.typing as npt
 from gpulab.memory.host_import import HostImporter, ImportedArray
 from gpulab.memory.manager import Allocation, MemoryManager
 from gpulab.memory.pinned import Pin, PinnedArray, pinned_location
-from gpulab.vk import CommandBuffer, CommandPool, Fence
+from gpulab.vk import Closeable, CommandBuffer, CommandPool, Fence
 from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
 from gpulab.vk.memory import HOST_CACHED
 
@@ -89,12 +89,25 @@ def _settle(futures: dict[int, Future[Any]]) -> None:
     wait(list(futures.values()))
 
 
+def combine_stager_stats(stagers: list[dict[str, Any]]) -> dict[str, Any]:
+    """The stagers' pinned and registered arrays and transfer counts added up."""
+    keys = ("pinned_arrays", "pinned_bytes", "registered_arrays", "registered_bytes")
+    total: dict[str, Any] = {key: sum(s[key] for s in stagers) for key in keys}
+    total["transfers"] = {}
+    for stager in stagers:
+        for direction, counts in stager["transfers"].items():
+            into = total["transfers"].setdefault(direction, {})
+            for path, count in counts.items():
+                into[path] = into.get(path, 0) + count
+    return total
+
+
 def _bytes_of(array: npt.NDArray[Any]) -> npt.NDArray[np.uint8]:
     flat = np.ascontiguousarray(array).reshape(-1)
     return flat.view(np.uint8)
 
 
-class Stager:
+class Stager(Closeable):
     """Host <-> device transfers for one MemoryManager (see the module docstring).
 
     `chunk_bytes` and `slots` size each ring (default: two chunks per thread); `threads`
@@ -155,7 +168,7 @@ class Stager:
             direction: dict.fromkeys(PATHS, 0) for direction in ("upload", "download")
         }
         """Transfers per direction and path."""
-        manager.stagers.append(self)
+        manager.attach("transfers", self, combine_stager_stats)
 
     # Host copies ------------------------------------------------------------------------
 
@@ -562,8 +575,7 @@ class Stager:
 
     def close(self) -> None:
         """Wait for copies in flight, then release the rings, pinned arrays and fences."""
-        if self in self.manager.stagers:
-            self.manager.stagers.remove(self)
+        self.manager.detach(self)
         for pin in list(self._pins):
             pin.free()
         for _, imported in self._registered.values():
@@ -581,9 +593,3 @@ class Stager:
         if self._executor is not None:
             self._executor.shutdown()
             self._executor = None
-
-    def __enter__(self) -> Stager:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

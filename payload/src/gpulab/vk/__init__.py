@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from gpulab._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from gpulab.vk._handle import State, VkObject, live_handles
+    from gpulab.vk._handle import Closeable, State, VkObject, live_handles
     from gpulab.vk.buffer import Buffer
     from gpulab.vk.commands import CommandBuffer, CommandPool, pack_push_constants
     from gpulab.vk.descriptors import DescriptorPool, DescriptorSet, DescriptorSetLayout
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         UnknownVulkanError,
         VulkanError,
     )
+    from gpulab.vk.external_memory import HostMemoryImporter
     from gpulab.vk.instance import Instance, shared_instance
     from gpulab.vk.memory import DeviceMemory, select_memory_type
     from gpulab.vk.physical_device import (
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Buffer",
+    "Closeable",
     "CommandBuffer",
     "CommandPool",
     "ComputePipeline",
@@ -61,6 +63,7 @@ __all__ = [
     "DeviceLost",
     "DeviceMemory",
     "Fence",
+    "HostMemoryImporter",
     "InitializationFailed",
     "Instance",
     "MemoryHeap",
@@ -94,6 +97,7 @@ __all__ = [
 
 _MODULES = {
     "_handle": (
+        "Closeable",
         "State",
         "VkObject",
         "live_handles",
@@ -126,6 +130,7 @@ _MODULES = {
         "UnknownVulkanError",
         "VulkanError",
     ),
+    "external_memory": ("HostMemoryImporter",),
     "instance": (
         "Instance",
         "shared_instance",

@@ -5,9 +5,8 @@ Everything else reaches Vulkan through `vk` (functions whose failures become typ
 
 Pitfalls of the binding handled here or by the helpers below:
 - a missing loader makes `import vulkan` raise OSError: it becomes `NoVulkanDevice` on first use;
-- `VK_WHOLE_SIZE` is -1 in the binding and overflows 64-bit fields: use `WHOLE_SIZE`;
+- `VK_WHOLE_SIZE` is -1 in the binding and overflows 64-bit fields: callers pass sizes;
 - `pCode` must be bytes: `shader_code()` converts whatever buffer it is given;
-- `void*` arguments need `ffi.from_buffer`: `void_pointer()`;
 - nested create-info structs must stay referenced until the create call returns: callers keep
   them in local variables (the binding keeps the inner pointers alive only through them);
 - extension functions come from `vkGetInstanceProcAddr`: `instance_function()`.
@@ -19,9 +18,6 @@ from collections.abc import Callable
 from typing import Any
 
 from gpulab.vk.errors import NoVulkanDevice, UnknownVulkanError, VulkanError, error_for_result
-
-WHOLE_SIZE = 0xFFFFFFFFFFFFFFFF
-"""The real VK_WHOLE_SIZE (uint64 max); the binding's -1 overflows 64-bit fields."""
 
 try:
     import vulkan as _vulkan
@@ -78,16 +74,6 @@ class _Vulkan:
 vk: Any = _Vulkan()
 
 
-def loader_available() -> bool:
-    """Whether the Vulkan loader could be loaded at all."""
-    return _vulkan is not None
-
-
-def ffi() -> Any:
-    """The binding's cffi FFI object."""
-    return vk.ffi
-
-
 def raw_lib() -> Any:
     """The loader library itself, for hot paths that skip the binding's per-call conversion."""
     return vk.lib
@@ -105,11 +91,6 @@ def shader_code(spirv: bytes | bytearray | memoryview) -> bytes:
     if len(code) % 4 or len(code) < 20 or code[:4] != b"\x03\x02\x23\x07":
         raise VulkanError("vkCreateShaderModule", "the code is not little-endian SPIR-V")
     return code
-
-
-def void_pointer(data: Any) -> Any:
-    """A `void*` to the memory of a buffer-protocol object (numpy array, bytes, bytearray)."""
-    return vk.ffi.from_buffer(data)
 
 
 def instance_function(instance: Any, name: str) -> Callable[..., Any]:

@@ -40,10 +40,24 @@ def _release(kind: str, destroy: Callable[[], object] | None) -> None:
         destroy()
 
 
-Self = TypeVar("Self", bound="VkObject")
+Self = TypeVar("Self", bound="Closeable")
 
 
-class VkObject:
+class Closeable:
+    """An object that holds resources until close(); `with` closes it on the way out."""
+
+    def close(self) -> None:
+        """Release what the object holds. A second call does nothing."""
+        raise NotImplementedError
+
+    def __enter__(self: Self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class VkObject(Closeable):
     """An owned Vulkan object.
 
     Subclasses call `_own(raw, destroy, parent)` once the handle exists; `destroy` is a callable
@@ -101,12 +115,6 @@ class VkObject:
             self._parent._children.pop(id(self), None)
         if self._finalizer is not None:
             self._finalizer()
-
-    def __enter__(self: Self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._state.value}>"

@@ -68,25 +68,3 @@ class Buffer(VkObject):
         if not self.closed:
             Buffer.closures += 1
         super().close()
-
-
-def buffer_with_memory(
-    device: Device, size: int, usage: int, required: int, preferred: int = 0
-) -> tuple[Buffer, DeviceMemory]:
-    """A buffer bound to memory of its own (chosen by `required`/`preferred` flags).
-
-    If the allocation or the binding fails, the buffer is closed too: nothing is left half-made.
-    """
-    buffer = Buffer(device, size, usage)
-    memory: DeviceMemory | None = None
-    try:
-        memory = DeviceMemory(
-            device, buffer.required_size, buffer.memory_type_bits, required, preferred
-        )
-        buffer.bind(memory)
-    except BaseException:
-        if memory is not None:
-            memory.close()
-        buffer.close()
-        raise
-    return buffer, memory

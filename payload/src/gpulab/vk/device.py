@@ -4,28 +4,23 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gpulab.vk._binding import check, raw_lib, vk
 from gpulab.vk._handle import VkObject
 from gpulab.vk.errors import VulkanError
-from gpulab.vk.physical_device import DeviceInfo, PhysicalDevice
+from gpulab.vk.physical_device import DeviceInfo, PhysicalDevice, device_extensions
 
 if TYPE_CHECKING:
     from gpulab.vk.commands import CommandBuffer
     from gpulab.vk.sync import Fence
 
 
-OPTIONAL_EXTENSIONS = ("VK_EXT_external_memory_host",)
+HOST_MEMORY_EXTENSION = "VK_EXT_external_memory_host"
+OPTIONAL_EXTENSIONS = (HOST_MEMORY_EXTENSION,)
 """Enabled whenever the device offers them (the Stager can then import host arrays)."""
 OPTIONAL_FEATURES = ("shaderInt64", "shaderFloat64")
 """Core features enabled whenever the device offers them (inputs generated on the device)."""
-
-
-def device_extensions(physical_device: PhysicalDevice) -> set[str]:
-    """The names of the device extensions the physical device offers."""
-    properties = vk.vkEnumerateDeviceExtensionProperties(physical_device.raw, None)
-    return {p.extensionName for p in properties}
 
 
 class Device(VkObject):
@@ -42,7 +37,7 @@ class Device(VkObject):
         queue_info = vk.VkDeviceQueueCreateInfo(
             queueFamilyIndex=family, queueCount=1, pQueuePriorities=priorities
         )
-        offered = device_extensions(physical_device)
+        offered = device_extensions(physical_device.raw)
         self.extensions = tuple(name for name in OPTIONAL_EXTENSIONS if name in offered)
         supported = vk.vkGetPhysicalDeviceFeatures(physical_device.raw)
         self.features = tuple(name for name in OPTIONAL_FEATURES if getattr(supported, name))
@@ -76,12 +71,6 @@ class Device(VkObject):
     def wait_idle(self) -> None:
         """Wait until the device has finished all submitted work."""
         vk.vkDeviceWaitIdle(self.raw)
-
-    @property
-    def raw_queue(self) -> Any:
-        """The VkQueue handle."""
-        _ = self.raw  # raises ObjectClosedError after close()
-        return self._queue
 
     def close(self) -> None:
         """Wait for idle, close every child (buffers, memory, pipelines, ...), then the device."""

@@ -49,6 +49,7 @@ class DeviceMemory(VkObject):
 
     Views from `view()` share the mapped memory: they must be dropped before `unmap()` or
     `close()`, which invalidate them. `write()` and `read()` copy and are always safe.
+    `next_info` is an extension struct for VkMemoryAllocateInfo.pNext (say, imported memory).
     """
 
     def __init__(
@@ -58,11 +59,15 @@ class DeviceMemory(VkObject):
         type_bits: int = 0xFFFFFFFF,
         required: int = 0,
         preferred: int = 0,
+        *,
+        next_info: Any = None,
     ) -> None:
         if size <= 0:
             raise ValueError(f"device memory size must be positive, got {size}")
         self.memory_type = select_memory_type(device.info, type_bits, required, preferred)
-        info = vk.VkMemoryAllocateInfo(allocationSize=size, memoryTypeIndex=self.memory_type.index)
+        info = vk.VkMemoryAllocateInfo(
+            pNext=next_info, allocationSize=size, memoryTypeIndex=self.memory_type.index
+        )
         try:
             raw = vk.vkAllocateMemory(device.raw, info, None)
         except VulkanError as exc:

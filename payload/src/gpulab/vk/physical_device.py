@@ -38,8 +38,6 @@ QUEUE_FLAGS = {0x1: "graphics", 0x2: "compute", 0x4: "transfer", 0x8: "sparse_bi
 PCI_BUS_INFO = "VK_EXT_pci_bus_info"
 PHYSICAL_DEVICE_DRM = "VK_EXT_physical_device_drm"
 _HEAP_DEVICE_LOCAL = 0x1
-_QUEUE_GRAPHICS = 0x1
-_QUEUE_COMPUTE = 0x2
 
 
 def _names(bits: int, table: dict[int, str]) -> tuple[str, ...]:
@@ -126,19 +124,6 @@ class DeviceInfo:
         return dataclasses.asdict(self)
 
 
-@dataclass(frozen=True)
-class _Properties2:
-    """What vkGetPhysicalDeviceProperties2 adds to the core properties."""
-
-    driver: str
-    driver_info: str
-    subgroup_size: int
-    subgroup_operations: tuple[str, ...]
-    uuid: str
-    pci_bus: str | None
-    drm_render: tuple[int, int] | None
-
-
 def format_uuid(raw: bytes) -> str:
     """16 bytes as 8-4-4-4-12 lowercase hex digits, the way vulkaninfo and nvidia-smi write it."""
     digits = raw.hex()
@@ -154,13 +139,14 @@ def _pci_address(pci: Any) -> str:
     return f"{pci.pciDomain:04x}:{pci.pciBus:02x}:{pci.pciDevice:02x}.{pci.pciFunction:x}"
 
 
-def _device_extensions(raw: Any) -> set[str]:
+def device_extensions(raw: Any) -> set[str]:
+    """The names of the extensions a physical device (its raw handle) offers."""
     return {ext.extensionName for ext in vk.vkEnumerateDeviceExtensionProperties(raw, None)}
 
 
-def _properties2(raw: Any, api_version: int) -> _Properties2:
-    """Driver, subgroup and identity properties through one properties2 chain."""
-    extensions = _device_extensions(raw)
+def _properties2(raw: Any, api_version: int) -> dict[str, Any]:
+    """The DeviceInfo fields of driver, subgroup and identity, through one properties2 chain."""
+    extensions = device_extensions(raw)
     # Keep every chained struct in a local until the call has filled them.
     drm = vk.VkPhysicalDeviceDrmPropertiesEXT() if PHYSICAL_DEVICE_DRM in extensions else None
     pci = (
@@ -177,15 +163,15 @@ def _properties2(raw: Any, api_version: int) -> _Properties2:
     subgroup = vk.VkPhysicalDeviceSubgroupProperties(pNext=ids if driver is None else driver)
     properties2 = vk.VkPhysicalDeviceProperties2(pNext=subgroup)
     vk.vkGetPhysicalDeviceProperties2(raw, properties2)
-    return _Properties2(
-        driver="unknown" if driver is None else _text(driver.driverName),
-        driver_info="" if driver is None else _text(driver.driverInfo),
-        subgroup_size=subgroup.subgroupSize,
-        subgroup_operations=_names(subgroup.supportedOperations, SUBGROUP_OPERATIONS),
-        uuid=format_uuid(bytes(ids.deviceUUID)),
-        pci_bus=None if pci is None else _pci_address(pci),
-        drm_render=(drm.renderMajor, drm.renderMinor) if drm and drm.hasRender else None,
-    )
+    return {
+        "driver": "unknown" if driver is None else _text(driver.driverName),
+        "driver_info": "" if driver is None else _text(driver.driverInfo),
+        "subgroup_size": subgroup.subgroupSize,
+        "subgroup_operations": _names(subgroup.supportedOperations, SUBGROUP_OPERATIONS),
+        "uuid": format_uuid(bytes(ids.deviceUUID)),
+        "pci_bus": None if pci is None else _pci_address(pci),
+        "drm_render": (drm.renderMajor, drm.renderMinor) if drm and drm.hasRender else None,
+    }
 
 
 def _queue_families(raw: Any) -> tuple[QueueFamily, ...]:
@@ -210,7 +196,9 @@ def query_info(raw: Any, index: int) -> DeviceInfo:
     extended = _properties2(raw, props.apiVersion)
     memory = vk.vkGetPhysicalDeviceMemoryProperties(raw)
     heaps = tuple(
-        MemoryHeap(i, memory.memoryHeaps[i].size, bool(memory.memoryHeaps[i].flags & 1))
+        MemoryHeap(
+            i, memory.memoryHeaps[i].size, bool(memory.memoryHeaps[i].flags & _HEAP_DEVICE_LOCAL)
+        )
         for i in range(memory.memoryHeapCount)
     )
     types = tuple(
@@ -225,11 +213,10 @@ def query_info(raw: Any, index: int) -> DeviceInfo:
     families = _queue_families(raw)
     compute_family = pick_compute_family(families)
     return DeviceInfo(
+        **extended,
         index=index,
         name=props.deviceName,
         type=DEVICE_TYPES.get(props.deviceType, "other"),
-        driver=extended.driver,
-        driver_info=extended.driver_info,
         vendor_id=props.vendorID,
         device_id=props.deviceID,
         api_version=decode_version(props.apiVersion),
@@ -237,8 +224,6 @@ def query_info(raw: Any, index: int) -> DeviceInfo:
         max_workgroup_count=tuple(limits.maxComputeWorkGroupCount),
         max_workgroup_invocations=limits.maxComputeWorkGroupInvocations,
         max_shared_memory_bytes=limits.maxComputeSharedMemorySize,
-        subgroup_size=extended.subgroup_size,
-        subgroup_operations=extended.subgroup_operations,
         max_storage_buffer_range=limits.maxStorageBufferRange,
         min_storage_buffer_offset_alignment=limits.minStorageBufferOffsetAlignment,
         max_push_constants_size=limits.maxPushConstantsSize,
@@ -252,9 +237,6 @@ def query_info(raw: Any, index: int) -> DeviceInfo:
         queue_families=families,
         compute_queue_family=compute_family,
         non_coherent_atom_size=limits.nonCoherentAtomSize,
-        uuid=extended.uuid,
-        pci_bus=extended.pci_bus,
-        drm_render=extended.drm_render,
     )
 
 
