@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from gpulab.backends.errors import BackendUnavailable, ExecutionFailed
 from gpulab.graph import Graph, Node
+from gpulab.ops.solver import SolverReport
 
 # The errors are re-exported: an executor imports its whole interface from here.
 __all__ = [
@@ -77,6 +78,8 @@ class SegmentRun:
     details: dict[str, Any] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
     """Milliseconds by phase (RUN_PHASES): inputs_ms, upload_ms, record_ms, gpu_ms, readback_ms."""
+    solvers: dict[str, SolverReport] = field(default_factory=dict)
+    """How each jacobi node's solve went, by node id."""
 
 
 class OperationExecutor(abc.ABC):

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray
+from gpulab.kernels.jacobi_status import STATUS_WORDS
 from gpulab.kernels.pipelines import PipelineCatalog, Specialization
 from gpulab.vk import Buffer, CommandBuffer
 
@@ -21,7 +22,6 @@ REDUCTIONS = {"sum": 0, "min": 1, "max": 2, "dot": 3, "l2_norm": 4}
 _COMBINE = {"sum": 0, "min": 1, "max": 2, "dot": 0, "l2_norm": 0}
 """The OP code that combines partials of each reduction."""
 _FLOATS_PER_INVOCATION = 16  # reduce.glsl: four vec4 loads per loop iteration
-_STATUS_WORDS = 8  # jacobi.glsl's status
 
 # Each kernel's push constants (u: uint32, f: float32), packed by a prebuilt Struct.
 _FILL_PUSH = struct.Struct("<IffI").pack  # count, value, step, period
@@ -30,7 +30,8 @@ _ELEMENTWISE_PUSH = struct.Struct("<IIfI").pack  # count, vec4, literal a, unuse
 _REDUCE_PUSH = struct.Struct("<IIII").pack  # count, vec4, first partial, finish
 _MATVEC_PUSH = struct.Struct("<III").pack  # m, n, vec4
 _MATMUL_PUSH = struct.Struct("<IIII").pack  # m, k, n, vec4 flags (A 1, B 2, C 4)
-_JACOBI_PUSH = struct.Struct("<IIIIf").pack  # n, step, check every, use tolerance, tolerance
+# n, step, check every, use tolerance, tolerance, vec4
+_JACOBI_PUSH = struct.Struct("<IIIIfI").pack
 
 
 class Recording:
@@ -294,8 +295,8 @@ class Recording:
         if check_every < 1:
             raise ValueError(f"jacobi: check_every must be at least 1, got {check_every}")
         n = b.size
-        status_area = self.scratch(FLOAT_BYTES * _STATUS_WORDS, "jacobi")
-        status = DeviceArray(status_area.buffer, (_STATUS_WORDS,), status_area.offset)
+        status_area = self.scratch(FLOAT_BYTES * STATUS_WORDS, "jacobi")
+        status = DeviceArray(status_area.buffer, (STATUS_WORDS,), status_area.offset)
         self.fill(status, 0.0)
         if iterations == 0 or n == 0:
             self.fill(out, 0.0)
@@ -324,10 +325,11 @@ class Recording:
         use_tolerance = tolerance is not None
         limit = float(tolerance) if tolerance is not None else 0.0
         groups = min(n, self.geometry.max_groups)
+        vec4 = n % 4 == 0 and all(x.offset % 16 == 0 for x in (a, *buffers))
         self.cmd.bind_pipeline(pipeline)
         for step in range(iterations):
             self.cmd.bind_descriptor_sets(layout, (sets[step % 2],))
-            push = _JACOBI_PUSH(n, step, check_every, use_tolerance, limit)
+            push = _JACOBI_PUSH(n, step, check_every, use_tolerance, limit, vec4)
             self.cmd.push_constants(layout, push)
             self.cmd.dispatch(groups)
             self.dispatches += 1
