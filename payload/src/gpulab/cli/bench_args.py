@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpulab.cli.bench_ops import ALL_OPS, DEFAULT_OPS
+from gpulab.cli.bench_ops import ALL_OPS, DEFAULT_OPS, parse_shape
 
 
 def add_parser(
@@ -25,6 +25,14 @@ def add_parser(
         help="elements (vector ops) or matrix sides (matvec, matmul, jacobi); "
         "default: powers of 4 from 2^10 up to what fits",
     )
+    parser.add_argument(
+        "--shapes",
+        nargs="+",
+        type=_shape,
+        metavar="MxKxN",
+        default=[],
+        help="matmul also at these m x k by k x n products (with --ops matmul)",
+    )
     parser.add_argument("--backend", choices=["vulkan"], default="vulkan")
     parser.add_argument(
         "--device",
@@ -39,6 +47,13 @@ def add_parser(
         "--no-overhead", action="store_true", help="skip the dispatch overhead rows"
     )
     parser.set_defaults(handler=handler)
+
+
+def _shape(text: str) -> tuple[int, int, int]:
+    try:
+        return parse_shape(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _size(text: str) -> int:
