@@ -8,7 +8,13 @@ import dataclasses
 import numpy as np
 import pytest
 from gpulab.kernels import Kernels
-from gpulab.kernels.matmul_tiles import CANDIDATES, TILE_VARIABLE, MatmulTile, choose_tile
+from gpulab.kernels.matmul_tiles import (
+    CANDIDATES,
+    TILE_VARIABLE,
+    MatmulTile,
+    choose_tiles,
+    tile_for,
+)
 from gpulab.ops import reference, tolerance
 from gpulab.vk import Device, DeviceInfo
 
@@ -17,9 +23,12 @@ SHAPES = [(1, 1, 1), (3, 5, 7), (33, 7, 65), (67, 64, 68), (130, 17, 129), (128,
 of 4 (scalar loads of B and stores of C), partial blocks and panels, and whole blocks."""
 
 
-def _limits(info: DeviceInfo, shared: int, invocations: int, subgroup: int) -> DeviceInfo:
+def _limits(
+    info: DeviceInfo, shared: int, invocations: int, subgroup: int, kind: str = "cpu"
+) -> DeviceInfo:
     return dataclasses.replace(
         info,
+        type=kind,
         max_shared_memory_bytes=shared,
         max_workgroup_invocations=invocations,
         max_workgroup_size=(invocations, invocations, 64),
@@ -40,8 +49,19 @@ def test_the_largest_tile_that_fits_the_device(
     device: Device, shared: int, invocations: int, subgroup: int, expected: MatmulTile
 ) -> None:
     info = _limits(device.info, shared, invocations, subgroup)
-    assert choose_tile(info) == expected
+    assert choose_tiles(info) == (expected,)
     assert expected.shared_bytes <= shared
+
+
+def test_a_gpu_takes_smaller_blocks_for_small_products(device: Device) -> None:
+    tiles = choose_tiles(_limits(device.info, 49152, 1024, 32, kind="discrete"))
+    assert tiles == (MatmulTile(16, 16, 16), MatmulTile(16, 8, 8), MatmulTile(8, 8, 8))
+    assert tile_for(tiles, 4096, 4096) == MatmulTile(16, 16, 16)  # 1024 workgroups
+    assert tile_for(tiles, 2048, 2048) == MatmulTile(16, 16, 16)  # 256
+    assert tile_for(tiles, 4097, 4095) == MatmulTile(16, 16, 16)  # 33 x 32
+    assert tile_for(tiles, 2048, 1024) == MatmulTile(16, 8, 8)  # 32 x 8 of 64 x 128
+    assert tile_for(tiles, 1024, 1024) == MatmulTile(8, 8, 8)  # 256 of 64 x 64
+    assert tile_for(tiles, 10, 10) == MatmulTile(8, 8, 8)
 
 
 def test_the_smallest_candidate_fits_any_vulkan_device(device: Device) -> None:
@@ -50,13 +70,13 @@ def test_the_smallest_candidate_fits_any_vulkan_device(device: Device) -> None:
 
 def test_a_tile_by_hand_must_fit(device: Device, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(TILE_VARIABLE, "8x4x8")
-    assert choose_tile(device.info) == MatmulTile(8, 4, 8)
+    assert choose_tiles(_limits(device.info, 49152, 1024, 32, "discrete")) == (MatmulTile(8, 4, 8),)
     monkeypatch.setenv(TILE_VARIABLE, "16x16x32")
     with pytest.raises(ValueError, match="bytes of shared memory"):
-        choose_tile(device.info)
+        choose_tiles(device.info)
     monkeypatch.setenv(TILE_VARIABLE, "16x16")
     with pytest.raises(ValueError, match="expected XxYxD"):
-        choose_tile(device.info)
+        choose_tiles(device.info)
 
 
 @pytest.mark.parametrize("tile", [None, "4x8x8", "2x2x4"])

@@ -9,6 +9,7 @@ from typing import Any
 
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray
 from gpulab.kernels.jacobi_status import STATUS_WORDS
+from gpulab.kernels.matmul_tiles import tile_for
 from gpulab.kernels.pipelines import PipelineCatalog, Specialization
 from gpulab.vk import Buffer, CommandBuffer
 
@@ -265,7 +266,7 @@ class Recording:
         if k == 0:
             self.fill(out, 0.0)
             return
-        tile = self.geometry.matmul_tile
+        tile = tile_for(self.geometry.matmul_tiles, m, n)
         groups = (math.ceil(n / tile.block_cols), math.ceil(m / tile.block_rows), 1)
         if groups[0] > self.geometry.max_groups or groups[1] > self.geometry.max_groups_y:
             raise ValueError(f"matmul: a {m}x{n} result needs more workgroups than the device has")

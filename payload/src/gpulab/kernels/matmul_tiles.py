@@ -3,13 +3,17 @@
 A workgroup of threads_x x threads_y invocations computes an (8 threads_y) x (8 threads_x)
 block of C, staging k in panels of `depth` through two shared buffers. The largest shape the
 device's limits allow is taken (shared memory, invocations per workgroup and per dimension),
-preferring a workgroup that is a whole number of subgroups. GPULAB_MATMUL_TILE=XxYxD (for
-example 16x16x8) picks one by hand, for tuning and tests; it must fit the device too.
+preferring a workgroup that is a whole number of subgroups. On a GPU, a product too small to
+give that shape MIN_WORKGROUPS workgroups takes a smaller block instead (down to 64 x 64), so
+that it still spreads over the device's multiprocessors; a CPU device keeps one shape (fewer
+pipelines to compile). GPULAB_MATMUL_TILE=XxYxD (for example 16x16x8) picks the one shape by
+hand, for tuning and tests; it must fit the device too.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpulab.vk import DeviceInfo
@@ -18,6 +22,9 @@ TILE_VARIABLE = "GPULAB_MATMUL_TILE"
 OUTPUTS = 8
 """Rows and columns of C per invocation (matmul.comp keeps 8 x 8 in registers)."""
 _MAX_UNITS = 4  # matmul.comp's MAX_UNITS: loads per invocation and matrix per panel
+MIN_WORKGROUPS = 256
+"""Below this many workgroups a GPU takes a smaller block (a few per multiprocessor)."""
+_MIN_SMALL_INVOCATIONS = 64  # the smallest workgroup worth a smaller block on a GPU
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,10 @@ class MatmulTile:
     @property
     def invocations(self) -> int:
         return self.threads_x * self.threads_y
+
+    def workgroups(self, m: int, n: int) -> int:
+        """Workgroups of an m x n result."""
+        return -(-m // self.block_rows) * -(-n // self.block_cols)
 
     @property
     def shared_bytes(self) -> int:
@@ -98,16 +109,34 @@ def parse_tile(text: str) -> MatmulTile:
     return MatmulTile(x, y, depth)
 
 
-def choose_tile(info: DeviceInfo) -> MatmulTile:
-    """The largest candidate that fits `info`, a whole number of subgroups where one does;
-    GPULAB_MATMUL_TILE when set (ValueError when it does not fit)."""
+def choose_tiles(info: DeviceInfo) -> tuple[MatmulTile, ...]:
+    """The shapes for `info`, largest block first: the largest candidate that fits, a whole
+    number of subgroups where one does, then on a GPU the smaller blocks for small products
+    (see tile_for). GPULAB_MATMUL_TILE alone when set (ValueError when it does not fit)."""
     wanted = os.environ.get(TILE_VARIABLE)
     if wanted:
         tile = parse_tile(wanted)
         problem = tile.problem(info)
         if problem is not None:
             raise ValueError(f"{TILE_VARIABLE}={wanted}: does not fit {info.name}: {problem}")
-        return tile
+        return (tile,)
+    subgroup = max(info.subgroup_size, 1)
     fitting = [tile for tile in CANDIDATES if tile.problem(info) is None]
-    whole = [tile for tile in fitting if tile.invocations % max(info.subgroup_size, 1) == 0]
-    return (whole or fitting)[0]
+    whole = [tile for tile in fitting if tile.invocations % subgroup == 0]
+    chosen = [(whole or fitting)[0]]
+    if info.type == "cpu":
+        return tuple(chosen)
+    for tile in whole:
+        smaller = tile.block_rows * tile.block_cols < chosen[-1].block_rows * chosen[-1].block_cols
+        if smaller and tile.invocations >= _MIN_SMALL_INVOCATIONS:
+            chosen.append(tile)
+    return tuple(chosen)
+
+
+def tile_for(tiles: Sequence[MatmulTile], m: int, n: int) -> MatmulTile:
+    """The first of `tiles` that gives an m x n result MIN_WORKGROUPS workgroups, else the
+    last (the smallest block)."""
+    for tile in tiles:
+        if tile.workgroups(m, n) >= MIN_WORKGROUPS:
+            return tile
+    return tiles[-1]

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpulab.kernels.matmul_tiles import MatmulTile, choose_tile
+from gpulab.kernels.matmul_tiles import MatmulTile, choose_tiles
 from gpulab.vk import (
     Buffer,
     ComputePipeline,
@@ -61,8 +61,8 @@ class Geometry:
     binding_elements: int
     """Elements per storage binding: within maxStorageBufferRange, a multiple of 4 and of the
     offset alignment, so that the next chunk starts aligned."""
-    matmul_tile: MatmulTile
-    """matmul's workgroup shape and the block of C it computes (kernels/matmul_tiles.py)."""
+    matmul_tiles: tuple[MatmulTile, ...]
+    """matmul's workgroup shapes, largest block first (kernels/matmul_tiles.py)."""
     subgroup_arithmetic: bool
 
 
@@ -89,7 +89,7 @@ def geometry(
         max_groups=info.max_workgroup_count[0],
         max_groups_y=info.max_workgroup_count[1],
         binding_elements=binding_bytes // 4,
-        matmul_tile=choose_tile(info),
+        matmul_tiles=choose_tiles(info),
         subgroup_arithmetic="arithmetic" in info.subgroup_operations and subgroups is not False,
     )
 
