@@ -13,7 +13,8 @@
 //
 // Loads are vec4 where the panel lies inside the matrix and the rows are vec4-aligned (flags,
 // from the host); otherwise scalar with zeros outside, so any shape is exact. TX, TY and BK are
-// specialization constants chosen by the host from the device's limits (kernels/pipelines.py).
+// specialization constants chosen by the host from the device's limits and the size of C
+// (kernels/matmul_tiles.py).
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 2) const uint BK = 16;
