@@ -38,7 +38,7 @@ for tile in 16x16x16 16x16x8 16x8x8 8x8x8; do
         --shapes 1000x1000x1000 --no-overhead --json "$out/matmul-$tile.json" | grep '^matmul'
 done
 echo "== selftest"
-gpulab 60 selftest
+gpulab 60 selftest --backend vulkan
 if "$python" -c 'import pytest' 2>/dev/null; then
     echo "== matmul tile tests"
     timeout 60 "$python" -m pytest -q -p no:cacheprovider tests/kernels/test_kernels_matmul.py
