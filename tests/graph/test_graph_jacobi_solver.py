@@ -83,6 +83,14 @@ def test_a_singular_system_is_exit_4_naming_the_node(
     )
 
 
+def test_run_says_the_warning_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    graph = jacobi_graph(SYSTEM, {"j": {"iterations": 2, "tolerance": 1e-6}})
+    path = write_graph(tmp_path, graph)
+    code, _, err = cli(capsys, "run", str(path), "--backend", "cpu", "-o", str(tmp_path / "r.json"))
+    assert code == 0
+    assert err.startswith(f"gpulab: {path}: warning: node 'j' (jacobi): stopped at the iteration")
+
+
 def test_no_step_no_convergence() -> None:
     assert SolverReport(0, 0.0, 1e-3).to_json() == {
         "iterations": 0,
