@@ -44,7 +44,29 @@ def test_bench_writes_rows_with_the_contract_keys(tmp_path: Path) -> None:
     assert "[" in done.stderr  # the progress bar
 
 
-@pytest.mark.parametrize("args", [["--sizes", "0"], ["--ops", "fft"], ["--compare", "numba"]])
+def test_matmul_shapes_and_jacobi_sweeps(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    done = gpulab(
+        "bench",
+        *("--ops", "copy", "matmul", "jacobi", "--sizes", "32", "--shapes", "33x5x31"),
+        *("--no-overhead", "--json", str(out)),
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {(r["op"], tuple(r["shape"])): r for r in json.loads(out.read_text()) if "shape" in r}
+    assert set(rows) == {("matmul", (32, 32, 32)), ("matmul", (33, 5, 31)), ("jacobi", (32, 32))}
+    odd = rows["matmul", (33, 5, 31)]
+    assert odd["bytes"] == 4 * (33 * 5 + 5 * 31 + 33 * 31)
+    assert odd["gflops"] == pytest.approx(2 * 33 * 5 * 31 / odd["time_ms"] / 1e6)
+    jacobi = rows["jacobi", (32, 32)]
+    assert jacobi["sweep_ms"] == pytest.approx(jacobi["time_ms"] / jacobi["sweeps"])
+    assert jacobi["pct_of_copy_peak"] > 0
+    assert "33x5x31" in done.stdout and "ms/sweep" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--sizes", "0"], ["--ops", "fft"], ["--compare", "numba"], ["--shapes", "4x4"]],
+)
 def test_bad_flags_exit_2(args: list[str]) -> None:
     done = gpulab("bench", *args)
     assert done.returncode == 2

@@ -190,7 +190,8 @@ float gpulab_jacobi_step(const float *a, const float *b, const float *x, float *
         double off_diagonal = dot_pairwise(row, x, n) - (double)row[i] * (double)x[i];
         float next = (float)(((double)b[i] - off_diagonal) / (double)row[i]);
         float update = fabsf(next - x[i]);
-        max_update = update > max_update ? update : max_update;
+        /* A NaN update sticks, so a diverging or singular system is seen by the caller. */
+        max_update = (update > max_update || isnan(update)) ? update : max_update;
         x_next[i] = next;
     }
     return max_update;

@@ -111,6 +111,14 @@ static void test_jacobi(void) {
     }
     CHECK(fabsf(x[0] - 1) < 1e-5f && fabsf(x[1] - 2) < 1e-5f && fabsf(x[2] - 3) < 1e-5f);
     CHECK(update <= 1e-6f);
+    /* A zero diagonal: the first step is infinite, the second NaN, and the update says so. */
+    const float singular[4] = {0, 1, 1, 0};
+    float y[2] = {0, 0}, following[2];
+    for (int it = 0; it < 2; it++) {
+        update = gpulab_jacobi_step(singular, b, y, following, 2);
+        y[0] = following[0], y[1] = following[1];
+    }
+    CHECK(!isfinite(update));
 }
 
 int main(void) {

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpulab.graph import Graph, Node
+from gpulab.ops.solver import SolverReport
 
 if TYPE_CHECKING:
     from gpulab.graph.model import NpyFile
@@ -76,6 +77,8 @@ class SegmentRun:
     timer: str = "host"
     phases: dict[str, float] = field(default_factory=dict)
     """Milliseconds by phase (RUN_PHASES): inputs_ms, upload_ms, record_ms, gpu_ms, readback_ms."""
+    solvers: dict[str, SolverReport] = field(default_factory=dict)
+    """How each jacobi node's solve went, by node id."""
 
 
 _Closing = TypeVar("_Closing", bound="Closable")

@@ -16,6 +16,7 @@ from gpulab.graph import Literal, Node
 from gpulab.native import NativeUnavailable
 from gpulab.native import kernels as native_kernels
 from gpulab.ops import NumericalError, reference
+from gpulab.ops.solver import SolverReport
 
 if TYPE_CHECKING:
     from gpulab.backends.base import Made
@@ -50,17 +51,24 @@ class EagerExecutor(OperationExecutor):
         kernel: Callable[..., Any] = getattr(self._module, op)
         return kernel
 
-    def _call(self, node: Node, values: Mapping[str, FloatArray]) -> FloatArray:
+    def _call(
+        self, node: Node, values: Mapping[str, FloatArray]
+    ) -> tuple[FloatArray, SolverReport | None]:
+        """The node's value, and for jacobi how the solve went."""
         arguments: dict[str, Any] = {
             name: (arg.value if isinstance(arg, Literal) else values[arg.name])
             for name, arg in node.inputs.items()
         }
         arguments.update(node.params)
+        report: SolverReport | None = None
         try:
-            result = self.kernel(node.op)(**arguments)
+            if node.op == "jacobi":
+                result, report = self.kernel("jacobi_solve")(**arguments)
+            else:
+                result = self.kernel(node.op)(**arguments)
         except MemoryError as exc:
             raise ExecutionFailed(f"node {node.id!r} ({node.op}): out of host memory") from exc
-        return np.asarray(result, dtype=np.float32)
+        return np.asarray(result, dtype=np.float32), report
 
     def close(self) -> None:
         """Nothing to release: host arrays go with their last reference."""
@@ -69,14 +77,18 @@ class EagerExecutor(OperationExecutor):
         # `made` stays empty: a host executor generates nothing (see cannot_generate).
         live = {name: values[name] for name in segment.reads}
         times: dict[str, float] = {}
+        solvers: dict[str, SolverReport] = {}
         for node in segment.nodes:
             start = time.perf_counter()
-            live[node.id] = self._call(node, live)
+            live[node.id], report = self._call(node, live)
             times[node.id] = (time.perf_counter() - start) * 1e3
+            if report is not None:
+                solvers[node.id] = report
             for name in segment.releases.get(node.id, ()):
                 if name not in segment.exports:
                     live.pop(name, None)
-        return SegmentRun({name: live[name] for name in segment.exports}, times)
+        exports = {name: live[name] for name in segment.exports}
+        return SegmentRun(exports, times, solvers=solvers)
 
 
 class NativeExecutor(EagerExecutor):
@@ -89,7 +101,9 @@ class NativeExecutor(EagerExecutor):
             raise BackendUnavailable(f"the native backend is unavailable: {exc}") from exc
         super().__init__("native", native_kernels, f"gpulab_kernels ({library.path.name})")
 
-    def _call(self, node: Node, values: Mapping[str, FloatArray]) -> FloatArray:
+    def _call(
+        self, node: Node, values: Mapping[str, FloatArray]
+    ) -> tuple[FloatArray, SolverReport | None]:
         try:
             return super()._call(node, values)
         except ValueError as exc:

@@ -16,6 +16,7 @@ import numpy as np
 from gpulab._version import __version__
 from gpulab.backends.base import RUN_PHASES, FloatArray
 from gpulab.backends.result_file import DATA_LIMIT
+from gpulab.ops.solver import SolverReport
 
 RESULT_VERSION = 1
 TIMING_PHASES = ("load_ms", *RUN_PHASES, "write_ms")
@@ -102,6 +103,20 @@ class NodeRecord:
     backend: str
     time_ms: float
     timer: str
+    solver: SolverReport | None = None
+    """jacobi: steps run, convergence, last update (the entry's `solver`)."""
+
+    def to_json(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "id": self.id,
+            "op": self.op,
+            "backend": self.backend,
+            "time_ms": self.time_ms,
+            "timer": self.timer,
+        }
+        if self.solver is not None:
+            entry["solver"] = self.solver.to_json()
+        return entry
 
 
 @dataclass
@@ -158,16 +173,7 @@ class Result:
             "backend_reason": self.backend_reason,
             "device": self.device,
             "outputs": outputs,
-            "nodes": [
-                {
-                    "id": n.id,
-                    "op": n.op,
-                    "backend": n.backend,
-                    "time_ms": n.time_ms,
-                    "timer": n.timer,
-                }
-                for n in self.nodes
-            ],
+            "nodes": [node.to_json() for node in self.nodes],
             "transfers": self.transfers,
             "inputs": self.inputs,
             "host": self.host,

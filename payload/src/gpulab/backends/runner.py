@@ -164,6 +164,7 @@ class Runner(Closable):
         producer: dict[str, str] = {}
         records: list[NodeRecord] = []
         transfers: list[dict[str, str]] = []
+        warnings = [str(w) for w in graph.warnings]
         for index, (where, segment) in enumerate(segments):
             made = plan.made_by(segment) if where == "vulkan" else {}
             inputs_ms = self._materialize(graph, segment, made, host)
@@ -175,6 +176,7 @@ class Runner(Closable):
                 done.phases["inputs_ms"] = done.phases.get("inputs_ms", 0.0) + inputs_ms
             for phase, ms in done.phases.items():
                 phases[phase] += ms
+            warnings.extend(self._check_solvers(done))
             self._check_finite(segment, done)
             host.update(done.values)
             producer.update(dict.fromkeys(done.values, where))
@@ -195,7 +197,7 @@ class Runner(Closable):
             total_ms=total_ms,
             transfers=transfers,
             memory=self.executor("vulkan").memory_stats() if ran_vulkan else None,
-            warnings=[str(w) for w in graph.warnings],
+            warnings=warnings,
             fallback=self.fallback,
             inputs=plan.report,
             phases=phases,
@@ -258,9 +260,27 @@ class Runner(Closable):
                 )
 
     @staticmethod
+    def _check_solvers(done: SegmentRun) -> list[str]:
+        """A jacobi whose update is not finite is a NumericalError (exit 4); one that stopped
+        at its iteration limit short of its tolerance is a warning (returned)."""
+        for node_id, report in done.solvers.items():
+            failure = report.failure(node_id)
+            if failure is not None:
+                raise NumericalError(failure)
+        notes = (report.warning(node_id) for node_id, report in done.solvers.items())
+        return [note for note in notes if note is not None]
+
+    @staticmethod
     def _records(where: str, segment: Segment, done: SegmentRun) -> list[NodeRecord]:
         return [
-            NodeRecord(node.id, node.op, where, done.times_ms.get(node.id, 0.0), done.timer)
+            NodeRecord(
+                node.id,
+                node.op,
+                where,
+                done.times_ms.get(node.id, 0.0),
+                done.timer,
+                done.solvers.get(node.id),
+            )
             for node in segment.nodes
         ]
 

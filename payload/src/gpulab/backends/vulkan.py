@@ -33,6 +33,7 @@ from gpulab.graph import Literal, Node, nbytes
 from gpulab.graph.model import NpyFile
 from gpulab.graph.values import read_npy_into
 from gpulab.kernels import DeviceArray, Input, Kernels, Pattern
+from gpulab.kernels.jacobi_status import STATUS_WORDS, solver_report
 from gpulab.memory import Allocation, BufferPool, MemoryManager, OutOfMemoryError, Stager
 from gpulab.ops import NumericalError
 from gpulab.vk import (
@@ -93,6 +94,7 @@ class _Recording:
         self.pool = BufferPool(executor.manager, budget_bytes=executor.device_budget)
         self.held: dict[str, Allocation] = {}
         self.norms: list[tuple[Node, Allocation]] = []
+        self.statuses: list[tuple[Node, Allocation]] = []
         self.queries: TimestampQueryPool | None = None
         self.command = executor.commands.allocate()
         try:
@@ -146,6 +148,9 @@ class _Recording:
             if node.op == "normalize" and scratch:
                 # Kernels asks for normalize's norm first: kept, to report a zero norm.
                 self.norms.append((node, scratch.pop(0)))
+            if node.op == "jacobi" and scratch:
+                # ... and for jacobi's status first: kept, to report how the solve went.
+                self.statuses.append((node, scratch.pop(0)))
             for used in scratch:
                 self.pool.release(used)
             for name in segment.releases.get(node.id, ()):
@@ -207,6 +212,12 @@ class _Recording:
             name: executor.stager.download(self.held[name], graph.shape(name))
             for name in (*self.segment.exports, *outputs)
         }
+        solvers = {
+            node.id: solver_report(
+                executor.stager.download(status, (STATUS_WORDS,)), node.params.get("tolerance")
+            )
+            for node, status in self.statuses
+        }
         times, timer, gpu_ms, generate_ms = self._times(wall_ms)
         phases = {
             # A file's read into pinned memory is an input's making, not its upload.
@@ -216,7 +227,7 @@ class _Recording:
         }
         if self.patterns or files:
             phases["inputs_ms"] = files_ms + generate_ms
-        return SegmentRun(exported, times, timer, phases=phases)
+        return SegmentRun(exported, times, timer, phases=phases, solvers=solvers)
 
     def _upload_file(self, name: str, source: NpyFile) -> float:
         """Read a .npy input into pinned memory and copy it to its buffer; the read's ms."""
@@ -248,10 +259,11 @@ class _Recording:
         return times, "gpu", gpu_ms, (ticks[1] - ticks[0]) * period / 1e6
 
     def close(self) -> None:
-        for allocation in [*self.held.values(), *(norm for _, norm in self.norms)]:
+        kept = [*self.norms, *self.statuses]
+        for allocation in [*self.held.values(), *(allocation for _, allocation in kept)]:
             if not allocation.freed:
                 allocation.free()
-        self.held, self.norms = {}, []
+        self.held, self.norms, self.statuses = {}, [], []
         self.pool.close()
         if self.queries is not None:
             self.queries.close()

@@ -10,7 +10,7 @@ from typing import Any
 from gpulab.cli.arguments import add_device
 from gpulab.cli.errors import EXIT_OK
 from gpulab.cli.output import say
-from gpulab.diagnostics.bench_ops import ALL_OPS, DEFAULT_OPS, BenchOptions
+from gpulab.diagnostics.bench_ops import ALL_OPS, DEFAULT_OPS, BenchOptions, parse_shape
 
 
 def add_parser(commands: Any) -> None:
@@ -25,6 +25,14 @@ def add_parser(commands: Any) -> None:
         help="elements (vector ops) or matrix sides (matvec, matmul, jacobi); "
         "default: powers of 4 from 2^10 up to what fits",
     )
+    parser.add_argument(
+        "--shapes",
+        nargs="+",
+        type=_shape,
+        metavar="MxKxN",
+        default=[],
+        help="matmul also at these m x k by k x n products (with --ops matmul)",
+    )
     parser.add_argument("--backend", choices=["vulkan"], default="vulkan")
     add_device(parser, "the GPU Slurm allocated to the job, else 0")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the rows as JSON")
@@ -34,6 +42,13 @@ def add_parser(commands: Any) -> None:
         "--no-overhead", action="store_true", help="skip the dispatch overhead rows"
     )
     parser.set_defaults(handler=main)
+
+
+def _shape(text: str) -> tuple[int, int, int]:
+    try:
+        return parse_shape(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _size(text: str) -> int:
@@ -51,7 +66,12 @@ def main(args: argparse.Namespace) -> int:
     from gpulab.diagnostics.bench import bench  # noqa: PLC0415 - Vulkan and the kernels
 
     options = BenchOptions(
-        args.ops, args.sizes, args.device, args.compare, overhead=not args.no_overhead
+        args.ops,
+        args.sizes,
+        args.device,
+        args.compare,
+        overhead=not args.no_overhead,
+        shapes=tuple(args.shapes),
     )
     print(bench(options, say, json_path=args.json, plot_path=args.plot))
     return EXIT_OK

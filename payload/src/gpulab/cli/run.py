@@ -128,6 +128,8 @@ def _run_graph(args: argparse.Namespace) -> int:
             say(runner.reason)
         result = runner.run(graph, compare=args.compare)
         result.phases["load_ms"] = load_ms
+        for note in result.warnings[len(graph.warnings) :]:  # the run's own, after the graph's
+            say(f"{args.graph}: warning: {note}")
         if runner.device_warning is not None:
             say(runner.device_warning)
         if runner.fallback is not None:

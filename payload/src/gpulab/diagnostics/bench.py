@@ -17,7 +17,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from gpulab.diagnostics.bench_ops import (
     BenchOptions,
     Workload,
     default_sizes,
+    matrix_fields,
 )
 from gpulab.diagnostics.devices import device_summary
 from gpulab.kernels import DeviceArray, Input, Kernels, OwnedArray
@@ -164,8 +165,9 @@ class VulkanBench:
             if workload.matrix:
                 inputs: dict[str, Input] = {"A": array((n, n), 0.25)}
                 if op == "matmul":
-                    inputs["B"] = array((n, n), 0.5)
-                    out = array((n, n), 0.0)
+                    m, k, cols = workload.product
+                    inputs = {"A": array((m, k), 0.25), "B": array((k, cols), 0.5)}
+                    out = array((m, cols), 0.0)
                 elif op == "matvec":
                     inputs["x"] = array((n,), 0.5)
                     out = array((n,), 0.0)
@@ -290,21 +292,27 @@ def _row(workload: Workload, backend: str, gpu: float, wall: float | None) -> di
     }
     if wall is not None:
         row["wall_ms"] = wall * 1e3
-    if workload.op in ("matmul", "matvec", "jacobi"):
-        row["gflops"] = workload.flops / gpu / 1e9
-        row["shape"] = [workload.n, workload.n]
+    if workload.matrix:
+        row |= matrix_fields(workload, gpu)
     return row
 
 
-def _workloads(ops: list[str], sizes: list[int] | None, device_local_bytes: int) -> list[Workload]:
+def _workloads(
+    ops: list[str],
+    sizes: list[int] | None,
+    device_local_bytes: int,
+    shapes: Sequence[tuple[int, int, int]] = (),
+) -> list[Workload]:
     """Copy first (the peak of this run), at the vector sizes asked for, else at the default
-    sizes; then every op at its sizes."""
+    sizes; then every op at its sizes, matmul also at `shapes`."""
     vector_sizes = sizes if sizes is not None and any(o in VECTOR_OPS for o in ops) else None
     copy_sizes = vector_sizes or default_sizes("copy", device_local_bytes)
     result = [Workload("copy", 4 * math.ceil(n / 4)) for n in copy_sizes]
     for op in dict.fromkeys(o for o in ops if o != "copy"):
         op_sizes = sizes if sizes is not None else default_sizes(op, device_local_bytes)
         result.extend(Workload(op, n) for n in op_sizes)
+        if op == "matmul":
+            result.extend(Workload(op, max(dims), dims) for dims in shapes)
     return result
 
 
@@ -318,11 +326,11 @@ def run_bench(options: BenchOptions, warn: Callable[[str], None]) -> dict[str, A
     bench = VulkanBench(choice.index)
     try:
         info = bench.device.info
-        workloads = _workloads(options.ops, options.sizes, info.device_local_bytes)
+        workloads = _workloads(options.ops, options.sizes, info.device_local_bytes, options.shapes)
         for workload in workloads:
             if workload.device_bytes > info.device_local_bytes:
                 raise ValueError(
-                    f"bench: {workload.op} at size {workload.n} needs {workload.device_bytes} "
+                    f"bench: {workload.op} at size {workload.label} needs {workload.device_bytes} "
                     f"bytes, more than {info.name} has ({info.device_local_bytes})"
                 )
         progress = _Progress(
@@ -330,10 +338,10 @@ def run_bench(options: BenchOptions, warn: Callable[[str], None]) -> dict[str, A
         )
         rows: list[dict[str, Any]] = []
         for workload in workloads:
-            progress.step(f"vulkan {workload.op} n={workload.n}")
+            progress.step(f"vulkan {workload.op} n={workload.label}")
             rows.append(bench.measure(workload))
             if library is not None:
-                progress.step(f"{library.name} {workload.op} n={workload.n}")
+                progress.step(f"{library.name} {workload.op} n={workload.label}")
                 rows.append(library.measure(workload))
         if options.overhead:
             progress.step("dispatch overhead")
@@ -349,12 +357,22 @@ def run_bench(options: BenchOptions, warn: Callable[[str], None]) -> dict[str, A
         if row["gbps"] is not None and peak:
             row["pct_of_copy_peak"] = 100 * row["gbps"] / peak
     if library is not None:
-        theirs = {(r["op"], r["n"]): r for r in rows if r["backend"] == library.name}
+        theirs = {_key(r): r for r in rows if r["backend"] == library.name}
         for row in rows:
-            other = theirs.get((row["op"], row["n"]))
+            other = theirs.get(_key(row))
             if row["backend"] == "vulkan" and other is not None:
                 row[f"vs_{library.name}"] = other["time_ms"] / row["time_ms"]
     return {"device": summary, "copy_peak_gbps": peak, "rows": rows}
+
+
+def _key(row: dict[str, Any]) -> tuple[str, int, tuple[int, ...]]:
+    """What makes two rows the same measurement (op, size, matmul's shape)."""
+    return row["op"], row["n"], tuple(row.get("shape", ()))
+
+
+def _size_label(row: dict[str, Any]) -> str:
+    shape = row.get("shape", [])
+    return "x".join(map(str, shape)) if len(shape) == 3 and len(set(shape)) > 1 else str(row["n"])
 
 
 def table(result: dict[str, Any]) -> str:
@@ -362,7 +380,7 @@ def table(result: dict[str, Any]) -> str:
     lines = [
         f"device: {result['device']['name']} ({result['device']['driver']}); "
         f"copy peak {result['copy_peak_gbps']:.0f} GB/s",
-        f"{'op':<10} {'n':>10} {'backend':<7} {'time_ms':>10} {'wall_ms':>10} {'GB/s':>8} "
+        f"{'op':<10} {'n':>12} {'backend':<7} {'time_ms':>10} {'wall_ms':>10} {'GB/s':>8} "
         f"{'%peak':>6} {'ratio':>6}",
     ]
     for row in result["rows"]:
@@ -377,11 +395,12 @@ def table(result: dict[str, Any]) -> str:
             continue
         ratio = next((v for k, v in row.items() if k.startswith("vs_")), None)
         lines.append(
-            f"{row['op']:<10} {row['n']:>10} {row['backend']:<7} {row['time_ms']:>10.4f} "
+            f"{row['op']:<10} {_size_label(row):>12} {row['backend']:<7} {row['time_ms']:>10.4f} "
             f"{row.get('wall_ms', float('nan')):>10.4f} {row['gbps']:>8.1f} "
             f"{row.get('pct_of_copy_peak', float('nan')):>6.1f} "
             f"{'' if ratio is None else f'{ratio:.2f}x':>6}"
             + (f"  {row['gflops']:.0f} GFLOP/s" if "gflops" in row else "")
+            + (f"  {row['sweep_ms']:.4f} ms/sweep" if "sweep_ms" in row else "")
         )
     return "\n".join(lines)
 

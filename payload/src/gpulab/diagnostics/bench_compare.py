@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpulab.backends import BackendUnavailable
-from gpulab.diagnostics.bench_ops import JACOBI_STEPS, Workload
+from gpulab.diagnostics.bench_ops import JACOBI_STEPS, Workload, matrix_fields
 
 TRIALS = 3
 TARGET_SECONDS = 0.05
@@ -67,10 +67,12 @@ class Library:
         xp, n, op = self.module, workload.n, workload.op
         torch = self.name == "torch"
         if workload.matrix:
-            a = self._array((n, n), 0.25)
             if op == "matmul":
-                b, c = self._array((n, n), 0.5), self._array((n, n), 0.0)
+                m, k, cols = workload.product
+                a, b = self._array((m, k), 0.25), self._array((k, cols), 0.5)
+                c = self._array((m, cols), 0.0)
                 return lambda: xp.matmul(a, b, out=c)
+            a = self._array((n, n), 0.25)
             v, out = self._array((n,), 0.5), self._array((n,), 0.0)
             if op == "matvec":
                 return (
@@ -138,7 +140,7 @@ class Library:
             "repeat": repeat,
         }
         if workload.matrix:
-            row["gflops"] = workload.flops / seconds / 1e9
+            row |= matrix_fields(workload, seconds)
         return row
 
     def _release(self) -> None:

@@ -1,13 +1,15 @@
 """What `gpulab bench` measures per op: the shapes a size stands for and the bytes moved.
 
 Vector ops take `n` elements; matvec, matmul and jacobi take `n` as the side of an n x n
-matrix. Effective bandwidth counts each array read or written once (what the op must move);
-matmul also reports GFLOP/s, the number that matters for it.
+matrix, or matmul an m x k by k x n product (`dims`, from `--shapes MxKxN`). Effective
+bandwidth counts each array read or written once (what the op must move); the matrix ops also
+report GFLOP/s (the number that matters for matmul), jacobi its time per sweep.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 VECTOR_OPS = ("copy", "add", "scale", "saxpy", "sum", "min", "max", "dot", "l2_norm", "normalize")
 MATRIX_OPS = ("matvec", "matmul", "jacobi")
@@ -43,6 +45,8 @@ class BenchOptions:
     """torch or cupy: run the ops there too."""
     overhead: bool = True
     """Whether to add the dispatch overhead rows."""
+    shapes: tuple[tuple[int, int, int], ...] = ()
+    """matmul also at these (m, k, n) products."""
 
 
 @dataclass(frozen=True)
@@ -51,11 +55,23 @@ class Workload:
 
     op: str
     n: int
+    dims: tuple[int, int, int] | None = None
+    """matmul's (m, k, n) when not n x n x n."""
 
     @property
     def matrix(self) -> bool:
         """Whether `n` is a matrix side."""
         return self.op in MATRIX_OPS
+
+    @property
+    def product(self) -> tuple[int, int, int]:
+        """matmul's (m, k, n)."""
+        return self.dims or (self.n, self.n, self.n)
+
+    @property
+    def label(self) -> str:
+        """The size as the table prints it: n, or MxKxN."""
+        return "x".join(map(str, self.dims)) if self.dims else str(self.n)
 
     @property
     def bytes_moved(self) -> int:
@@ -64,7 +80,8 @@ class Workload:
         if self.op == "matvec":
             return 4 * (n * n + 2 * n)
         if self.op == "matmul":
-            return 4 * 3 * n * n
+            m, k, cols = self.product
+            return 4 * (m * k + k * cols + m * cols)
         if self.op == "jacobi":
             return 4 * JACOBI_STEPS * (n * n + 3 * n)
         return 4 * _VECTOR_TRAFFIC[self.op] * n
@@ -74,7 +91,8 @@ class Workload:
         """Floating-point operations (multiply-adds count two)."""
         n = self.n
         if self.op == "matmul":
-            return 2 * n * n * n
+            m, k, cols = self.product
+            return 2 * m * k * cols
         if self.op == "matvec":
             return 2 * n * n
         if self.op == "jacobi":
@@ -85,7 +103,32 @@ class Workload:
     def device_bytes(self) -> int:
         """Bytes of device memory the inputs and output take (for the size limit)."""
         n = self.n
+        if self.op == "matmul":
+            return self.bytes_moved
         return 4 * (3 * n * n + 2 * n) if self.matrix else 4 * 3 * n
+
+
+def matrix_fields(workload: Workload, seconds: float) -> dict[str, Any]:
+    """What a matrix op's row adds to GB/s (Vulkan's and the compared library's alike):
+    GFLOP/s and the shape; jacobi its sweeps and the time of one."""
+    fields: dict[str, Any] = {"gflops": workload.flops / seconds / 1e9}
+    if workload.op == "matmul":
+        fields["shape"] = list(workload.product)
+    else:
+        fields["shape"] = [workload.n, workload.n]
+    if workload.op == "jacobi":
+        fields["sweeps"] = JACOBI_STEPS
+        fields["sweep_ms"] = seconds * 1e3 / JACOBI_STEPS
+    return fields
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    """MxKxN (positive integers) as `--shapes` takes it."""
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(part.isdigit() and int(part) > 0 for part in parts):
+        raise ValueError(f"expected MxKxN (for example 4097x33x4095), got {text!r}")
+    m, k, n = (int(part) for part in parts)
+    return m, k, n
 
 
 def default_sizes(op: str, device_local_bytes: int) -> list[int]:

@@ -8,6 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray
+from gpulab.kernels.jacobi_status import STATUS_WORDS
+from gpulab.kernels.matmul_tiles import tile_for
 from gpulab.kernels.pipelines import PipelineCatalog, Specialization
 from gpulab.vk import Buffer, CommandBuffer
 
@@ -21,7 +23,6 @@ REDUCTIONS = {"sum": 0, "min": 1, "max": 2, "dot": 3, "l2_norm": 4}
 _COMBINE = {"sum": 0, "min": 1, "max": 2, "dot": 0, "l2_norm": 0}
 """The OP code that combines partials of each reduction."""
 _FLOATS_PER_INVOCATION = 16  # reduce.glsl: four vec4 loads per loop iteration
-_STATUS_WORDS = 8  # jacobi.glsl's status
 
 # Each kernel's push constants (u: uint32, f: float32), packed by a prebuilt Struct.
 _FILL_PUSH = struct.Struct("<IffI").pack  # count, value, step, period
@@ -29,8 +30,9 @@ _COPY_PUSH = struct.Struct("<I").pack  # vec4 count
 _ELEMENTWISE_PUSH = struct.Struct("<IIfI").pack  # count, vec4, literal a, unused
 _REDUCE_PUSH = struct.Struct("<IIII").pack  # count, vec4, first partial, finish
 _MATVEC_PUSH = struct.Struct("<III").pack  # m, n, vec4
-_MATMUL_PUSH = struct.Struct("<III").pack  # m, k, n
-_JACOBI_PUSH = struct.Struct("<IIIIf").pack  # n, step, check every, use tolerance, tolerance
+_MATMUL_PUSH = struct.Struct("<IIII").pack  # m, k, n, vec4 flags (A 1, B 2, C 4)
+# n, step, check every, use tolerance, tolerance, vec4
+_JACOBI_PUSH = struct.Struct("<IIIIfI").pack
 
 
 class Recording:
@@ -264,15 +266,21 @@ class Recording:
         if k == 0:
             self.fill(out, 0.0)
             return
-        block = self.geometry.matmul_block
-        groups = (math.ceil(n / block), math.ceil(m / block), 1)
+        tile = tile_for(self.geometry.matmul_tiles, m, n)
+        groups = (math.ceil(n / tile.block_cols), math.ceil(m / tile.block_rows), 1)
         if groups[0] > self.geometry.max_groups or groups[1] > self.geometry.max_groups_y:
             raise ValueError(f"matmul: a {m}x{n} result needs more workgroups than the device has")
+        # vec4 loads and stores where rows are whole vec4s and the bindings start 16-aligned.
+        flags = (
+            int(k % 4 == 0 and a.offset % 16 == 0)
+            | int(n % 4 == 0 and b.offset % 16 == 0) << 1
+            | int(n % 4 == 0 and out.offset % 16 == 0) << 2
+        )
         self.dispatch(
             "matmul",
-            ((0, self.geometry.matmul_tile), (1, self.geometry.matmul_depth)),
+            tile.specialization,
             (a.binding(), b.binding(), out.binding()),
-            _MATMUL_PUSH(m, k, n),
+            _MATMUL_PUSH(m, k, n, flags),
             groups,
         )
         self.barrier()
@@ -288,8 +296,8 @@ class Recording:
         if check_every < 1:
             raise ValueError(f"jacobi: check_every must be at least 1, got {check_every}")
         n = b.size
-        status_area = self.scratch(FLOAT_BYTES * _STATUS_WORDS, "jacobi")
-        status = DeviceArray(status_area.buffer, (_STATUS_WORDS,), status_area.offset)
+        status_area = self.scratch(FLOAT_BYTES * STATUS_WORDS, "jacobi")
+        status = DeviceArray(status_area.buffer, (STATUS_WORDS,), status_area.offset)
         self.fill(status, 0.0)
         if iterations == 0 or n == 0:
             self.fill(out, 0.0)
@@ -318,10 +326,11 @@ class Recording:
         use_tolerance = tolerance is not None
         limit = float(tolerance) if tolerance is not None else 0.0
         groups = min(n, self.geometry.max_groups)
+        vec4 = n % 4 == 0 and all(x.offset % 16 == 0 for x in (a, *buffers))
         self.cmd.bind_pipeline(pipeline)
         for step in range(iterations):
             self.cmd.bind_descriptor_sets(layout, (sets[step % 2],))
-            push = _JACOBI_PUSH(n, step, check_every, use_tolerance, limit)
+            push = _JACOBI_PUSH(n, step, check_every, use_tolerance, limit, vec4)
             self.cmd.push_constants(layout, push)
             self.cmd.dispatch(groups)
             self.dispatches += 1

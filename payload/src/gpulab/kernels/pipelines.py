@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpulab.kernels.matmul_tiles import MatmulTile, choose_tiles
 from gpulab.vk import (
     Buffer,
     ComputePipeline,
@@ -32,8 +33,6 @@ PUSH_CONSTANT_BYTES = 64
 """One push-constant range for every kernel (the largest, uniform's, takes 52 bytes; every
 device offers at least 128)."""
 _PREFERRED_WORKGROUP = 256
-_MATMUL_WORK = 4  # outputs per invocation along each dimension (matmul.comp's WORK)
-_MATMUL_DEPTH = 16
 _SETS_PER_POOL = 256
 _MAX_BINDINGS = 5
 CACHED_SETS = 1024
@@ -62,15 +61,9 @@ class Geometry:
     binding_elements: int
     """Elements per storage binding: within maxStorageBufferRange, a multiple of 4 and of the
     offset alignment, so that the next chunk starts aligned."""
-    matmul_tile: int
-    """matmul workgroups are tile x tile; each computes a (4 tile)^2 block."""
-    matmul_depth: int
+    matmul_tiles: tuple[MatmulTile, ...]
+    """matmul's workgroup shapes, largest block first (kernels/matmul_tiles.py)."""
     subgroup_arithmetic: bool
-
-    @property
-    def matmul_block(self) -> int:
-        """The rows (and columns) of C one matmul workgroup computes."""
-        return self.matmul_tile * _MATMUL_WORK
 
 
 def geometry(
@@ -91,20 +84,12 @@ def geometry(
     binding_bytes = limit - limit % step
     if binding_bytes <= 0:
         raise ValueError(f"a binding of {limit} bytes cannot hold one aligned chunk")
-    tile = 16
-    while tile > 1 and (
-        tile * tile > info.max_workgroup_invocations
-        or tile > min(info.max_workgroup_size[0], info.max_workgroup_size[1])
-        or 2 * 4 * _MATMUL_DEPTH * tile * _MATMUL_WORK > info.max_shared_memory_bytes
-    ):
-        tile //= 2
     return Geometry(
         workgroup_size=workgroup,
         max_groups=info.max_workgroup_count[0],
         max_groups_y=info.max_workgroup_count[1],
         binding_elements=binding_bytes // 4,
-        matmul_tile=tile,
-        matmul_depth=_MATMUL_DEPTH,
+        matmul_tiles=choose_tiles(info),
         subgroup_arithmetic="arithmetic" in info.subgroup_operations and subgroups is not False,
     )
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gpulab.ops.solver import SolverReport, iterate
 from gpulab.ops.spec import OPS, NumericalError
 
 FloatArray = npt.NDArray[np.float32]
@@ -108,14 +109,15 @@ def jacobi(
 ) -> FloatArray:
     """x after `iterations` Jacobi steps from x0 = 0, stopping after the first step whose
     update has a max-norm below `tolerance` (when given)."""
-    if iterations < 0:
-        raise ValueError(f"jacobi: iterations must be at least 0, got {iterations}")
-    current = np.zeros(_array(b).shape, dtype=np.float32)
-    for _ in range(iterations):
-        current, update = jacobi_step(A, b, current)
-        if tolerance is not None and update < tolerance:
-            break
-    return current
+    return jacobi_solve(A, b, iterations, tolerance)[0]
+
+
+def jacobi_solve(
+    A: npt.ArrayLike, b: npt.ArrayLike, iterations: int, tolerance: float | None = None
+) -> tuple[FloatArray, SolverReport]:
+    """jacobi, and how the solve went (steps, convergence, last update)."""
+    start = np.zeros(_array(b).shape, dtype=np.float32)
+    return iterate(lambda x: jacobi_step(A, b, x), start, iterations, tolerance)
 
 
 def evaluate(op: str, inputs: Mapping[str, Any], params: Mapping[str, Any]) -> Any:

@@ -1,87 +1,192 @@
 #version 450
-// C = A B for A (m x k) and B (k x n), row-major. Each workgroup of TILE x TILE invocations
-// computes a (TILE * 4) x (TILE * 4) block of C, each invocation 4 x 4 outputs held in
-// registers. The k dimension advances in steps of DEPTH, staging the A and B panels through
-// shared memory (A transposed, so the inner loop reads both panels along rows). TILE and DEPTH
-// are specialization constants, chosen by the host from the device's shared memory and
-// workgroup limits. Edges of awkward shapes are padded with zeros in shared memory.
+// C = A B for A (m x k) and B (k x n), row-major, register-blocked.
+//
+// A workgroup of TX x TY invocations computes a BM x BN block of C (BM = 8 TY, BN = 8 TX);
+// each invocation holds 8 x 8 outputs in registers, as 2 x 2 sub-blocks of 4 x 4 that lie
+// half a block apart (rows ty*4 and BM/2 + ty*4, likewise for columns), so that neighbouring
+// invocations read neighbouring vec4s of shared memory (no bank conflicts in the inner loop).
+// k advances in panels of BK. Each panel of A (BM x BK, stored transposed: a_panel[d][row])
+// and of B (BK x BN: b_panel[d][col]) sits in one of two shared buffers: while the panel in
+// one buffer is multiplied, the next one is loaded into registers, then stored into the other
+// buffer, so one barrier per panel suffices. A's rows are padded by one vec4, which spreads
+// the transposing stores over more banks.
+//
+// Loads are vec4 where the panel lies inside the matrix and the rows are vec4-aligned (flags,
+// from the host); otherwise scalar with zeros outside, so any shape is exact. TX, TY and BK are
+// specialization constants chosen by the host from the device's limits and the size of C
+// (kernels/matmul_tiles.py).
 
-layout(local_size_x_id = 0, local_size_y_id = 0) in;
-layout(constant_id = 1) const uint DEPTH = 16;
+layout(local_size_x_id = 0, local_size_y_id = 1) in;
+layout(constant_id = 2) const uint BK = 16;
 
-const uint WORK = 4;  // outputs per invocation along each dimension
-const uint BLOCK = gl_WorkGroupSize.x * WORK;
+const uint TX = gl_WorkGroupSize.x;
+const uint TY = gl_WorkGroupSize.y;
+const uint THREADS = TX * TY;
+const uint BM = 8 * TY;
+const uint BN = 8 * TX;
+const uint A_STRIDE = BM / 4 + 1;  // vec4s per row of a_panel (one of padding)
+const uint B_STRIDE = BN / 4;      // vec4s per row of b_panel
+const uint A_UNITS = (BM / 4) * (BK / 4);  // 4 x 4 squares of A per panel
+const uint B_UNITS = BK * (BN / 4);        // vec4s of B per panel
+const uint A_LOADS = (A_UNITS + THREADS - 1) / THREADS;  // units per invocation, at most
+const uint B_LOADS = (B_UNITS + THREADS - 1) / THREADS;  // MAX_UNITS (the host sees to it)
+const uint MAX_UNITS = 4;
+
+// flags: bit 0 A's rows are vec4-aligned, bit 1 B's, bit 2 C's
+const uint A_VEC4 = 1u;
+const uint B_VEC4 = 2u;
+const uint C_VEC4 = 4u;
 
 layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
+layout(std430, set = 0, binding = 0) readonly buffer A4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer C { float c[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer C4 { vec4 c4[]; };
 
 layout(push_constant) uniform Params {
     uint m;
     uint k;
     uint n;
+    uint flags;
 };
 
-shared float a_panel[DEPTH * BLOCK];  // a_panel[d * BLOCK + row]
-shared float b_panel[DEPTH * BLOCK];  // b_panel[d * BLOCK + col]
+shared vec4 a_panel[2 * BK * A_STRIDE];
+shared vec4 b_panel[2 * BK * B_STRIDE];
+
+vec4 a_next[4 * MAX_UNITS];  // per A unit: its 4 rows, 4 depths each
+vec4 b_next[MAX_UNITS];
+
+float a_at(uint row, uint depth) {
+    return (row < m && depth < k) ? a[row * k + depth] : 0.0;
+}
+
+float b_at(uint depth, uint col) {
+    return (depth < k && col < n) ? b[depth * n + col] : 0.0;
+}
+
+// Load panel d0 into registers: vec4 when the whole panel lies inside the matrix.
+void load_panel(uint lid, uint row0, uint col0, uint d0) {
+    bool a_inside = (flags & A_VEC4) != 0 && row0 + BM <= m && d0 + BK <= k;
+    bool b_inside = (flags & B_VEC4) != 0 && col0 + BN <= n && d0 + BK <= k;
+    for (uint s = 0; s < A_LOADS; ++s) {
+        uint unit = lid + s * THREADS;
+        if (unit < A_UNITS) {
+            // Four invocations in a row cover 16 consecutive floats of one row of A.
+            uint row = row0 + (unit / (BK / 4)) * 4;
+            uint depth = d0 + (unit % (BK / 4)) * 4;
+            for (uint i = 0; i < 4; ++i) {
+                if (a_inside) {
+                    a_next[4 * s + i] = a4[((row + i) * k + depth) / 4];
+                } else {
+                    a_next[4 * s + i] = vec4(
+                        a_at(row + i, depth),
+                        a_at(row + i, depth + 1),
+                        a_at(row + i, depth + 2),
+                        a_at(row + i, depth + 3)
+                    );
+                }
+            }
+        }
+    }
+    for (uint s = 0; s < B_LOADS; ++s) {
+        uint unit = lid + s * THREADS;
+        if (unit < B_UNITS) {
+            uint depth = d0 + unit / B_STRIDE;
+            uint col = col0 + (unit % B_STRIDE) * 4;
+            if (b_inside) {
+                b_next[s] = b4[(depth * n + col) / 4];
+            } else {
+                b_next[s] = vec4(
+                    b_at(depth, col), b_at(depth, col + 1), b_at(depth, col + 2), b_at(depth, col + 3)
+                );
+            }
+        }
+    }
+}
+
+// Store the registers into shared buffer `slot`, A transposed (4 x 4 in registers).
+void store_panel(uint lid, uint slot) {
+    for (uint s = 0; s < A_LOADS; ++s) {
+        uint unit = lid + s * THREADS;
+        if (unit < A_UNITS) {
+            uint row4 = unit / (BK / 4);
+            uint depth = (unit % (BK / 4)) * 4;
+            for (uint j = 0; j < 4; ++j) {
+                a_panel[(slot * BK + depth + j) * A_STRIDE + row4] = vec4(
+                    a_next[4 * s][j], a_next[4 * s + 1][j], a_next[4 * s + 2][j], a_next[4 * s + 3][j]
+                );
+            }
+        }
+    }
+    for (uint s = 0; s < B_LOADS; ++s) {
+        uint unit = lid + s * THREADS;
+        if (unit < B_UNITS) {
+            b_panel[(slot * BK + unit / B_STRIDE) * B_STRIDE + unit % B_STRIDE] = b_next[s];
+        }
+    }
+}
+
+void store_row(uint row, uint col, vec4 value, bool vec4_ok) {
+    if (row >= m) {
+        return;
+    }
+    if (vec4_ok && col + 4 <= n) {
+        c4[(row * n + col) / 4] = value;
+        return;
+    }
+    for (uint j = 0; j < 4; ++j) {
+        if (col + j < n) {
+            c[row * n + col + j] = value[j];
+        }
+    }
+}
 
 void main() {
     uint tx = gl_LocalInvocationID.x;
     uint ty = gl_LocalInvocationID.y;
-    uint tile = gl_WorkGroupSize.x;
-    uint invocations = tile * tile;
-    uint lid = ty * tile + tx;
-    uint row0 = gl_WorkGroupID.y * BLOCK;
-    uint col0 = gl_WorkGroupID.x * BLOCK;
+    uint lid = ty * TX + tx;
+    uint row0 = gl_WorkGroupID.y * BM;
+    uint col0 = gl_WorkGroupID.x * BN;
 
-    float acc[WORK][WORK];
-    for (uint i = 0; i < WORK; ++i) {
-        for (uint j = 0; j < WORK; ++j) {
-            acc[i][j] = 0.0;
+    // acc[i][h]: row i of this invocation's 8 (i < 4: ty*4 + i, else BM/2 + ty*4 + i - 4),
+    // columns tx*4 .. +3 (h = 0) and BN/2 + tx*4 .. +3 (h = 1).
+    vec4 acc[8][2];
+    for (uint i = 0; i < 8; ++i) {
+        acc[i][0] = vec4(0.0);
+        acc[i][1] = vec4(0.0);
+    }
+
+    uint panels = (k + BK - 1) / BK;
+    load_panel(lid, row0, col0, 0);
+    for (uint p = 0; p < panels; ++p) {
+        // Buffer `slot` was last read for panel p - 2, before the previous barrier.
+        uint slot = p % 2;
+        store_panel(lid, slot);
+        barrier();
+        if (p + 1 < panels) {
+            load_panel(lid, row0, col0, (p + 1) * BK);  // in flight while panel p is multiplied
+        }
+        for (uint d = 0; d < BK; ++d) {
+            uint a_row = (slot * BK + d) * A_STRIDE;
+            uint b_row = (slot * BK + d) * B_STRIDE;
+            vec4 a_lo = a_panel[a_row + ty];
+            vec4 a_hi = a_panel[a_row + TY + ty];
+            vec4 b_lo = b_panel[b_row + tx];
+            vec4 b_hi = b_panel[b_row + TX + tx];
+            for (uint i = 0; i < 4; ++i) {
+                acc[i][0] = fma(vec4(a_lo[i]), b_lo, acc[i][0]);
+                acc[i][1] = fma(vec4(a_lo[i]), b_hi, acc[i][1]);
+                acc[i + 4][0] = fma(vec4(a_hi[i]), b_lo, acc[i + 4][0]);
+                acc[i + 4][1] = fma(vec4(a_hi[i]), b_hi, acc[i + 4][1]);
+            }
         }
     }
 
-    for (uint d0 = 0; d0 < k; d0 += DEPTH) {
-        // Consecutive invocations read consecutive addresses of A's rows and B's rows.
-        for (uint e = lid; e < DEPTH * BLOCK; e += invocations) {
-            uint r = e / DEPTH;
-            uint d = e % DEPTH;
-            uint row = row0 + r;
-            uint depth = d0 + d;
-            a_panel[d * BLOCK + r] = (row < m && depth < k) ? a[row * k + depth] : 0.0;
-        }
-        for (uint e = lid; e < DEPTH * BLOCK; e += invocations) {
-            uint d = e / BLOCK;
-            uint col_in_block = e % BLOCK;
-            uint col = col0 + col_in_block;
-            uint depth = d0 + d;
-            b_panel[d * BLOCK + col_in_block] = (col < n && depth < k) ? b[depth * n + col] : 0.0;
-        }
-        memoryBarrierShared();
-        barrier();
-        for (uint d = 0; d < DEPTH; ++d) {
-            float a_reg[WORK];
-            float b_reg[WORK];
-            for (uint i = 0; i < WORK; ++i) {
-                a_reg[i] = a_panel[d * BLOCK + ty + i * tile];
-                b_reg[i] = b_panel[d * BLOCK + tx + i * tile];
-            }
-            for (uint i = 0; i < WORK; ++i) {
-                for (uint j = 0; j < WORK; ++j) {
-                    acc[i][j] = fma(a_reg[i], b_reg[j], acc[i][j]);
-                }
-            }
-        }
-        barrier();
-    }
-
-    for (uint i = 0; i < WORK; ++i) {
-        uint row = row0 + ty + i * tile;
-        for (uint j = 0; j < WORK; ++j) {
-            uint col = col0 + tx + j * tile;
-            if (row < m && col < n) {
-                c[row * n + col] = acc[i][j];
-            }
-        }
+    bool vec4_ok = (flags & C_VEC4) != 0;
+    for (uint i = 0; i < 8; ++i) {
+        uint row = row0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);
+        store_row(row, col0 + tx * 4, acc[i][0], vec4_ok);
+        store_row(row, col0 + BN / 2 + tx * 4, acc[i][1], vec4_ok);
     }
 }
