@@ -16,7 +16,7 @@ from gpulab.graph import Literal, Node
 from gpulab.native import NativeUnavailable
 from gpulab.native import kernels as native_kernels
 from gpulab.ops import NumericalError, reference
-from gpulab.ops.solver import SolverReport
+from gpulab.ops.solver import SolverReport, solve
 
 if TYPE_CHECKING:
     from gpulab.backends.base import Made
@@ -63,7 +63,7 @@ class EagerExecutor(OperationExecutor):
         report: SolverReport | None = None
         try:
             if node.op == "jacobi":
-                result, report = self.kernel("jacobi_solve")(**arguments)
+                result, report = solve(self.kernel("jacobi_step"), **arguments)
             else:
                 result = self.kernel(node.op)(**arguments)
         except MemoryError as exc:

@@ -14,7 +14,6 @@ import numpy as np
 import numpy.typing as npt
 
 from gpulab.native import _ffi
-from gpulab.ops.solver import SolverReport, iterate
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -186,27 +185,17 @@ def jacobi(
 ) -> FloatArray:
     """x after `iterations` Jacobi steps from x0 = 0, stopping after the first step whose
     update has a max-norm below `tolerance` (when given)."""
-    return jacobi_solve(A, b, iterations, tolerance)[0]
-
-
-def jacobi_solve(
-    A: npt.ArrayLike,
-    b: npt.ArrayLike,
-    iterations: int,
-    tolerance: float | None = None,
-) -> tuple[FloatArray, SolverReport]:
-    """jacobi, and how the solve went (steps, convergence, last update)."""
     if iterations < 0:
         raise ValueError(f"jacobi: iterations must be at least 0, got {iterations}")
     a, bv = _square_system(A, b)
     native = library()
+    current, following = np.zeros_like(bv), np.empty_like(bv)
     pointers = (_in(native, a), _in(native, bv))
-
-    def step(current: FloatArray) -> tuple[FloatArray, float]:
-        following = np.empty_like(bv)
+    for _ in range(iterations):
         update = native.lib.gpulab_jacobi_step(
             *pointers, _in(native, current), _out(native, following), bv.size
         )
-        return following, float(update)
-
-    return iterate(step, np.zeros_like(bv), iterations, tolerance)
+        current, following = following, current
+        if tolerance is not None and update < tolerance:
+            break
+    return current

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gpulab.ops.solver import SolverReport, iterate
+from gpulab.ops.solver import SolverReport, solve
 from gpulab.ops.spec import OPS, NumericalError
 
 FloatArray = npt.NDArray[np.float32]
@@ -116,8 +116,7 @@ def jacobi_solve(
     A: npt.ArrayLike, b: npt.ArrayLike, iterations: int, tolerance: float | None = None
 ) -> tuple[FloatArray, SolverReport]:
     """jacobi, and how the solve went (steps, convergence, last update)."""
-    start = np.zeros(_array(b).shape, dtype=np.float32)
-    return iterate(lambda x: jacobi_step(A, b, x), start, iterations, tolerance)
+    return solve(jacobi_step, A, b, iterations, tolerance)
 
 
 def evaluate(op: str, inputs: Mapping[str, Any], params: Mapping[str, Any]) -> Any:

@@ -62,6 +62,18 @@ class SolverReport:
         )
 
 
+def solve(
+    step: Callable[[Any, Any, FloatArray], tuple[FloatArray, float]],
+    A: Any,
+    b: Any,
+    iterations: int,
+    tolerance: float | None = None,
+) -> tuple[FloatArray, SolverReport]:
+    """jacobi with `step(A, b, x)` (a backend's one step) from x0 = 0: x and the report."""
+    start = np.zeros(np.shape(b), dtype=np.float32)
+    return iterate(lambda x: step(A, b, x), start, iterations, tolerance)
+
+
 def iterate(
     step: Step, start: FloatArray, iterations: int, tolerance: float | None
 ) -> tuple[FloatArray, SolverReport]:
