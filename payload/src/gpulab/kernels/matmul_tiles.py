@@ -88,7 +88,6 @@ class MatmulTile:
 CANDIDATES = tuple(
     MatmulTile(x, y, depth)
     for x, y, depth in (
-        (16, 16, 16),
         (16, 16, 8),
         (16, 8, 8),
         (8, 8, 8),
@@ -97,7 +96,10 @@ CANDIDATES = tuple(
         (2, 2, 4),
     )
 )
-"""Largest first; the last fits every Vulkan device (4 invocations, 1152 bytes)."""
+"""Largest first; the last fits every Vulkan device (4 invocations, 1152 bytes). No 16-deep
+panel: 16x16x16 (33 KiB of shared memory) ran at 26.4 TFLOP/s on the H200 where 16x16x8
+(16 KiB, two workgroups per multiprocessor) ran at 40.5 (4096^3, one run, docs/benchmarks.md);
+GPULAB_MATMUL_TILE=16x16x16 still picks it."""
 
 
 def parse_tile(text: str) -> MatmulTile:
