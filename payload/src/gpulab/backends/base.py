@@ -15,12 +15,12 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from gpulab._closeable import Closeable
 from gpulab.graph import Graph, Node
 from gpulab.ops.solver import SolverReport
 
@@ -81,29 +81,7 @@ class SegmentRun:
     """How each jacobi node's solve went, by node id."""
 
 
-_Closing = TypeVar("_Closing", bound="Closable")
-
-
-class Closable(abc.ABC):
-    """Holds something to release; as a context manager, closed on leaving."""
-
-    @abc.abstractmethod
-    def close(self) -> None:
-        """Release what is held; a second call does nothing."""
-
-    def __enter__(self: _Closing) -> _Closing:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class OperationExecutor(Closable):
+class OperationExecutor(Closeable):
     """A backend: executes segments; `device` describes where (contract keys name/type/driver)."""
 
     name: str

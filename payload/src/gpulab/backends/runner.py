@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpulab._closeable import Closeable
 from gpulab.backends.base import (
     RUN_PHASES,
-    Closable,
     FloatArray,
     OperationExecutor,
     Segment,
@@ -73,7 +73,7 @@ def max_relative_error(got: FloatArray, expected: FloatArray) -> float:
     return float(np.max(difference)) / scale if difference.size else 0.0
 
 
-class Runner(Closable):
+class Runner(Closeable):
     """Runs graphs on one backend (with per-node overrides); keeps its executors open between
     runs, so the Vulkan backend reuses the work it recorded when the same graph runs again."""
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
+from gpulab._closeable import Closeable
 from gpulab.native import _ffi
 
 _U64_LIMIT = 1 << 64
@@ -86,7 +86,7 @@ def live_handles() -> int:
     return int(_native().lib.gpulab_suballoc_live_handles())
 
 
-class Suballocator:
+class Suballocator(Closeable):
     """An offset allocator over [0, capacity) bytes: TLSF, exact sizes, merged free regions."""
 
     def __init__(self, capacity: int) -> None:
@@ -160,17 +160,6 @@ class Suballocator:
         with self._lock:
             self._handle = None
             self._finalizer()
-
-    def __enter__(self) -> Suballocator:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"

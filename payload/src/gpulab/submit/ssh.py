@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpulab._closeable import Closeable
 from gpulab.submit.transport import CommandResult, Unreachable
 
 if TYPE_CHECKING:
@@ -214,7 +215,7 @@ def _connect_once(lib: Any, target: SshTarget) -> paramiko.SSHClient:
     return client
 
 
-class SshTransport:
+class SshTransport(Closeable):
     """Runs argument lists through the remote shell, each word quoted with shlex, and moves
     files over SFTP. Close it (or use it as a context manager) to drop the connection."""
 
@@ -227,12 +228,6 @@ class SshTransport:
     def where(self) -> str:
         """user@host[:port]."""
         return self._target.where
-
-    def __enter__(self) -> SshTransport:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _open(self) -> paramiko.SSHClient:
         if self._client is None:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from gpulab._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from gpulab.vk._handle import Closeable, State, VkObject, live_handles
+    from gpulab._closeable import Closeable
+    from gpulab.vk._handle import State, VkObject, live_handles
     from gpulab.vk.buffer import Buffer
     from gpulab.vk.commands import CommandBuffer, CommandPool, pack_push_constants
     from gpulab.vk.descriptors import DescriptorPool, DescriptorSet, DescriptorSetLayout

@@ -15,8 +15,9 @@ import enum
 import weakref
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
+from gpulab._closeable import Closeable
 from gpulab.vk.errors import ObjectClosedError
 
 _live: Counter[str] = Counter()
@@ -38,23 +39,6 @@ def _release(kind: str, destroy: Callable[[], object] | None) -> None:
     _live[kind] -= 1
     if destroy is not None:
         destroy()
-
-
-Self = TypeVar("Self", bound="Closeable")
-
-
-class Closeable:
-    """An object that holds resources until close(); `with` closes it on the way out."""
-
-    def close(self) -> None:
-        """Release what the object holds. A second call does nothing."""
-        raise NotImplementedError
-
-    def __enter__(self: Self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 class VkObject(Closeable):
