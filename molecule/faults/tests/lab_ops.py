@@ -19,6 +19,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lab.cluster_under_test import Cluster
+
 T = TypeVar("T")
 
 # States after which Slurm will not run the job again.
@@ -48,56 +50,11 @@ def wait_for(probe: Callable[[], T], timeout: float, interval: float = 1.0) -> T
         time.sleep(interval)
 
 
-@dataclass(frozen=True)
-class Cluster:
-    """The hosts, groups and variables of the inventory under test."""
-
-    inventory: str
-    groups: dict[str, list[str]]
-    hostvars: dict[str, dict[str, Any]]
-
-    @classmethod
-    def load(cls, inventory: str) -> Cluster:
-        out = subprocess.run(
-            ["ansible-inventory", "-i", inventory, "--list"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        data = json.loads(out)
-        groups = {
-            name: sorted(body.get("hosts", []))
-            for name, body in data.items()
-            if name != "_meta" and isinstance(body, dict)
-        }
-        return cls(inventory, groups, data["_meta"]["hostvars"])
-
-    @property
-    def controller(self) -> str:
-        return self.groups["controller"][0]
-
-    @property
-    def storage(self) -> str:
-        return self.groups["storage"][0]
-
-    @property
-    def workers(self) -> list[str]:
-        return self.groups["workers"]
-
-    def container(self, host: str) -> str:
-        return str(self.hostvars[host].get("ansible_host", host))
-
-    def var(self, name: str, default: Any = None) -> Any:
-        """A variable as every host sees it (group_vars/all)."""
-        return self.hostvars[self.controller].get(name, default)
-
-
 @dataclass
 class Lab:
     """Runs commands in the cluster's containers and reads Slurm's view of it."""
 
     cluster: Cluster
-    _nodenames: dict[str, str] = field(default_factory=dict)
 
     def run(
         self,
@@ -130,18 +87,16 @@ class Lab:
 
     @property
     def shared_dir(self) -> str:
-        return str(self.cluster.var("nfs_client_mount_point", "/srv/gpulab"))
+        return str(self.cluster.var("nfs_client_mount_point"))
 
     @property
     def nfs_url(self) -> str:
-        export = self.cluster.var("nfs_server_export_path", "/srv/gpulab")
+        export = self.cluster.var("nfs_server_export_path")
         return f"nfs://{self.cluster.storage}{export}"
 
     def nodename(self, host: str) -> str:
         """The Slurm NodeName of an inventory host: its hostname, not its inventory name."""
-        if host not in self._nodenames:
-            self._nodenames[host] = self.run(host, "hostname").stdout.strip()
-        return self._nodenames[host]
+        return self.cluster.node_name(host)
 
     # --- Slurm's view of the nodes ------------------------------------------------
     def node_states(self) -> dict[str, tuple[str, str]]:
