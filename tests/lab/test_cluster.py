@@ -157,6 +157,45 @@ def test_lib_sh_gives_the_place_lab_to_up_and_down() -> None:
     ]
 
 
+# A stand-in for podman that records each call and answers as for a host without a lab:
+# lab/up.sh then creates the whole lab, and no real container is touched.
+FAKE_PODMAN = """#!/bin/bash
+echo "$*" >> "$FAKE_PODMAN_CALLS"
+case "$1 $2" in
+  "image exists") exit 0 ;;
+  "network exists"|"container exists"|"volume exists") exit 1 ;;
+  "exec "*) case "$*" in *is-system-running*) echo running ;; esac ;;
+esac
+"""
+
+
+def test_up_sh_runs_each_node_of_the_place_lab(tmp_path: Path) -> None:
+    (tmp_path / "podman").write_text(FAKE_PODMAN)
+    (tmp_path / "podman").chmod(0o755)
+    calls = tmp_path / "calls"
+    env = {
+        "PATH": f"{tmp_path}:/usr/bin:/bin",
+        "FAKE_PODMAN_CALLS": str(calls),
+        "GPULAB_APT_CACHE": str(tmp_path / "debs"),
+    }
+    subprocess.run(["bash", "lab/up.sh"], cwd=ROOT, env=env, check=True, capture_output=True)
+    runs = [line.split() for line in calls.read_text().splitlines() if line.startswith("run ")]
+    lab = place("lab")
+    assert len(runs) == len(lab.containers)
+    for run, c in zip(runs, lab.containers, strict=True):
+        assert run[run.index("--name") + 1] == c.name
+        assert run[run.index("--hostname") + 1] == c.node
+        assert run[run.index("--network") + 1] == lab.network
+        assert run[-1] == c.image
+        assert {f"{tmp_path / 'debs'}:{lab.apt_cache_path}", lab.volumes[1]} <= set(run)
+        assert [w for w in run if w.startswith("--cap-add=")] == [
+            f"--cap-add={cap}" for cap in c.capabilities
+        ]
+        assert [w for w in run if w.startswith("--device=")] == [
+            f"--device=/dev/null:{path}" for path in c.devices
+        ]
+
+
 def _node_names() -> set[str]:
     return {c.node for name in place_names() for c in place(name).containers}
 
