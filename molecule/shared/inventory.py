@@ -14,4 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lab"))
 from cluster import inventory_main
 
 if __name__ == "__main__":
-    sys.exit(inventory_main(os.environ["MOLECULE_SCENARIO_NAME"], sys.argv, by_node=False))
+    scenario = os.environ.get("MOLECULE_SCENARIO_NAME")
+    if not scenario:
+        sys.exit("molecule/shared/inventory.py: set MOLECULE_SCENARIO_NAME (molecule sets it)")
+    sys.exit(inventory_main(scenario, sys.argv, by_node=False))
