@@ -11,14 +11,31 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import jinja2
 import testinfra
 from testinfra.host import Host
+
+T = TypeVar("T")
+
+
+def wait_for(probe: Callable[[], T], timeout: float, interval: float = 1.0) -> T:
+    """Polls probe until it returns a truthy value or timeout seconds pass; returns that value.
+
+    Daemons settle asynchronously: the tests wait for what they check.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
 
 
 def inventory_under_test() -> str | None:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from testinfra.host import Host
 
-from lab.cluster_under_test import Cluster, inventory_under_test
+from lab.cluster_under_test import Cluster, inventory_under_test, wait_for
 
 __all__ = ["Cluster"]  # the tests import it from here
 
@@ -78,11 +77,6 @@ def eventually() -> Any:
     """Polls `probe` until it returns a truthy value (daemons settle asynchronously)."""
 
     def wait(probe: Any, timeout: float = 60.0, interval: float = 1.0) -> Any:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = probe()
-            if value or time.monotonic() > deadline:
-                return value
-            time.sleep(interval)
+        return wait_for(probe, timeout, interval)
 
     return wait

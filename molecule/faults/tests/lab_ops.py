@@ -13,15 +13,12 @@ import re
 import shlex
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from lab.cluster_under_test import Cluster
-
-T = TypeVar("T")
+from lab.cluster_under_test import Cluster, wait_for
 
 # States after which Slurm will not run the job again.
 TERMINAL_STATES = {
@@ -36,18 +33,10 @@ TERMINAL_STATES = {
     "PREEMPTED",
 }
 JOB_SCRIPTS = Path(__file__).parent / "jobs"
+# How long the jobs of a fault or drill may take to reach their final states.
+FINAL_TIMEOUT = 420
 # jobs/drill-graph.json's output n: 2 * (1 + ... + 1024), exact in float32.
 DRILL_GRAPH_SUM = 1049600.0
-
-
-def wait_for(probe: Callable[[], T], timeout: float, interval: float = 1.0) -> T:
-    """Polls probe until it returns a truthy value or timeout seconds pass; returns that value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
 
 
 @dataclass
@@ -272,6 +261,11 @@ class JobRun:
                     if j.job_id not in finals
                 }
             time.sleep(3)
+
+    def settle(self, timeout: float = FINAL_TIMEOUT) -> tuple[dict[str, str], list[str]]:
+        """The jobs' final states (wait_final) and the results lost among them (lost)."""
+        finals = self.wait_final(timeout)
+        return finals, self.lost(finals)
 
     # --- The results ----------------------------------------------------------------
     def read(self, name: str) -> str | None:
