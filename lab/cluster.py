@@ -52,8 +52,8 @@ def expand(text: str) -> str:
 class Container:
     """One node of a place, as its container."""
 
-    node: str
-    name: str
+    node: str  # the node's name in cluster.yml: the container's hostname, Slurm's NodeName
+    name: str  # the container's name
     groups: tuple[str, ...]
     image: str
     capabilities: tuple[str, ...] = ()
