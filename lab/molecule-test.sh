@@ -22,24 +22,19 @@ export GPULAB_TIMINGS_FILE=$state/molecule-timings-$scenario
 rm -f "$GPULAB_TIMINGS_FILE"
 
 start=$SECONDS
-# molecule's own destroy removes only the platforms molecule.yml names now: containers
-# left on the scenario's network by an older scenario or a killed run would keep the
-# network in use. Remove them and the network first.
-# The scenario's networks and named volumes, from its platforms.
-read -r -a networks <<<"$(python3 lab/scenario_names.py networks "$scenario_file")"
-read -r -a volumes <<<"$(python3 lab/scenario_names.py volumes "$scenario_file")"
-for network in "${networks[@]}"; do
-  leftovers=$(podman ps -a --filter "network=$network" --format '{{.Names}}')
-  if [ -n "$leftovers" ]; then
-    echo "==> removing containers left on $network:" $leftovers
-    podman rm -f -t 5 $leftovers >/dev/null
-  fi
-  if podman network exists "$network"; then podman network rm -f "$network" >/dev/null; fi
-done
-remove_volumes() {
-  local volume
-  for volume in "${volumes[@]}"; do podman volume rm -f "$volume" >/dev/null 2>&1; done
-}
+# molecule's destroy (molecule/shared/destroy.yml) removes the containers the scenario's
+# place in lab/cluster.yml has now: containers left on its network by an older definition
+# or a killed run would keep the network in use. Remove them, the network and the shared
+# volume first.
+network=$(python3 lab/cluster.py network "$scenario") || exit 2
+volume=$(python3 lab/cluster.py volume "$scenario") || exit 2
+leftovers=$(podman ps -a --filter "network=$network" --format '{{.Names}}')
+if [ -n "$leftovers" ]; then
+  echo "==> removing containers left on $network:" $leftovers
+  podman rm -f -t 5 $leftovers >/dev/null
+fi
+if podman network exists "$network"; then podman network rm -f "$network" >/dev/null; fi
+remove_volumes() { podman volume rm -f "$volume" >/dev/null 2>&1; }
 remove_volumes
 # The lab scripts, inventory and scenarios must describe the same cluster (1 s).
 pytest -q -p no:cacheprovider tests/lab && molecule test --scenario-name "$scenario" "$@"
@@ -48,7 +43,7 @@ total=$((SECONDS - start))
 remove_volumes
 
 # One JSON line per record: {"playbook": ..., "seconds": ...} from the callback
-# (molecule/default/plugins/callback), {"job_round_trip": ...} and {"fault": ...} from the
+# (molecule/shared/plugins/callback), {"job_round_trip": ...} and {"fault": ...} from the
 # verify tests.
 python3 - "$GPULAB_TIMINGS_FILE" "$total" "$rc" "$scenario" <<'PY'
 import json, sys

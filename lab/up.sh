@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Ensures the lab is up: controller1, storage1, worker1, worker2 (the Jetson stand-in) as
-# systemd containers named gpulab-lab-NODE (hostname NODE) on the podman network gpulab-lab.
+# Ensures the lab is up: the nodes of lab/cluster.yml (controller1, storage1, worker1, worker2
+# the Jetson stand-in) as systemd containers named gpulab-lab-NODE (hostname NODE) on the
+# podman network gpulab-lab (lab/lib.sh reads the names).
 # A lab that is complete and runs the current image is kept (stopped containers are
 # started), so a second converge meets the same hosts; otherwise, or with --fresh, the
 # lab is removed and created anew. Waits until systemd has booted in each container.
@@ -53,16 +54,14 @@ create() {
   local n extra
   for n in "${LAB_NODES[@]}"; do
     lab_step "starting $LAB_PREFIX$n"
-    # nfs-ganesha's VFS backend opens files by handle: it needs DAC_READ_SEARCH.
-    extra=()
-    [ "$n" = "$LAB_STORAGE_NODE" ] && extra=(--cap-add DAC_READ_SEARCH)
-    # The Jetson stand-in: the host's /dev/null at each of Tegra's GPU node names.
-    [ "$n" = "$LAB_STANDIN_NODE" ] && extra=("${LAB_STANDIN_DEVICES[@]/#/--device=/dev/null:}")
+    # The node's capabilities (storage1: DAC_READ_SEARCH for nfs-ganesha) and device nodes
+    # (the Jetson stand-in: the host's /dev/null at Tegra's GPU node names), lab/cluster.yml.
+    read -r -a extra <<<"${LAB_RUN_OPTIONS[$n]}"
     # No --privileged: systemd runs in podman's systemd mode; setrlimit is refused on
     # this host, hence --ulimit host. The alias lets the other nodes resolve NODE.
     podman run -d --name "$LAB_PREFIX$n" --hostname "$n" --label "$LAB_LABEL" \
       --network "$LAB_NETWORK" --network-alias "$n" --systemd always --ulimit host \
-      --volume "$LAB_APT_CACHE:/var/cache/gpulab/debs" \
+      --volume "$LAB_APT_CACHE:$LAB_APT_CACHE_PATH" \
       --volume "$LAB_SHARED_VOLUME:$LAB_SHARED_PATH" "${extra[@]}" \
       "$LAB_IMAGE" >/dev/null
   done

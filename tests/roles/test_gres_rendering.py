@@ -83,6 +83,21 @@ def _worker(work: Path, name: str, spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# Each host reports its hostname, and each worker reads its recorded Vulkan devices.
+READ_DEVICES: list[dict[str, Any]] = [
+    {"name": "Report the node's hostname", "fake_hostname": {"name": "{{ inventory_hostname }}"}},
+    {
+        "name": "Read the Vulkan devices",
+        "when": "inventory_hostname in groups.workers",
+        "gpulab.cluster.vulkan_info": {
+            "vulkaninfo": "{{ test_vulkaninfo }}",
+            "dev_dir": "{{ test_dev_dir }}",
+            "tegra_release": "{{ test_tegra_release }}",
+        },
+    },
+]
+
+
 def _playbook(out: Path) -> list[dict[str, Any]]:
     return [
         {
@@ -90,12 +105,7 @@ def _playbook(out: Path) -> list[dict[str, Any]]:
             "hosts": "all",
             "gather_facts": False,
             "tasks": [
-                {"name": "Report the node's hostname",
-                 "fake_hostname": {"name": "{{ inventory_hostname }}"}},
-                {"name": "Read the Vulkan devices", "when": "inventory_hostname in groups.workers",
-                 "gpulab.cluster.vulkan_info": {
-                     "vulkaninfo": "{{ test_vulkaninfo }}", "dev_dir": "{{ test_dev_dir }}",
-                     "tegra_release": "{{ test_tegra_release }}"}},
+                *READ_DEVICES,
                 {"name": "Describe the node", "ansible.builtin.include_role": {
                     "name": "slurm", "tasks_from": "facts", "public": True}},
                 {"name": "Render the configuration", "run_once": True,

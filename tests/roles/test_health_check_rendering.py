@@ -22,6 +22,7 @@ import yaml
 from tests.roles.test_gres_rendering import (
     BIN,
     HOSTNAME_MODULE,
+    READ_DEVICES,
     ROOT,
     TEMPLATES,
     WORKERS,
@@ -45,12 +46,7 @@ def _playbook(out: Path) -> list[dict[str, Any]]:
             "hosts": "all",
             "gather_facts": False,
             "tasks": [
-                {"name": "Report the node's hostname",
-                 "fake_hostname": {"name": "{{ inventory_hostname }}"}},
-                {"name": "Read the Vulkan devices", "when": "inventory_hostname in groups.workers",
-                 "gpulab.cluster.vulkan_info": {
-                     "vulkaninfo": "{{ test_vulkaninfo }}", "dev_dir": "{{ test_dev_dir }}",
-                     "tegra_release": "{{ test_tegra_release }}"}},
+                *READ_DEVICES,
                 {"name": "Load Debian's paths", "ansible.builtin.include_vars": {
                     "file": f"{ROOT}/roles/slurm/vars/Debian.yml"}},
                 {"name": "Describe the node", "ansible.builtin.include_role": {

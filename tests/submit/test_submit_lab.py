@@ -1,4 +1,4 @@
-"""`gpulab submit` against the real lab: SSH to controller1 with checked host keys, a real
+"""`gpulab submit` against the real lab: SSH to the controller with checked host keys, a real
 Slurm job on a worker, the result read back. Skips, saying why, when the lab is not up or
 not yet provisioned with the payload and the shared storage.
 
@@ -21,8 +21,14 @@ import numpy as np
 import pytest
 from gpulab.submit import DEFAULT_SHARED_DIR
 
-CONTROLLER = os.environ.get("GPULAB_LAB_CONTROLLER", "gpulab-lab-controller1")
-WORKERS = os.environ.get("GPULAB_LAB_WORKERS", "gpulab-lab-worker1 gpulab-lab-worker2").split()
+from lab.cluster import place
+
+# The lab's containers (lab/cluster.yml's place `lab`), unless the environment names others.
+LAB = place("lab")
+CONTROLLER = os.environ.get("GPULAB_LAB_CONTROLLER", LAB.group("controller")[0].name)
+WORKERS = os.environ.get(
+    "GPULAB_LAB_WORKERS", " ".join(c.name for c in LAB.group("workers"))
+).split()
 SHARED_DIR = os.environ.get("GPULAB_SHARED_DIR", DEFAULT_SHARED_DIR)
 EXAMPLES = Path(__file__).resolve().parents[2] / "payload/examples"
 JOB_TIMEOUT_S = "300"

@@ -1,90 +1,26 @@
-"""Fixtures for the cluster tests: the inventory, and a testinfra host per node.
+"""Fixtures for the cluster tests: the cluster under test, and a testinfra host per node.
 
-The tests run against the molecule scenario (molecule sets MOLECULE_INVENTORY_FILE) or
-against the lab (GPULAB_TEST_INVENTORY=inventory/lab). Hosts are reached with testinfra's
-podman backend, `podman://CONTAINER`, far faster than going through Ansible.
+The tests run against the molecule scenario or against the lab
+(GPULAB_TEST_INVENTORY=inventory/lab): lab/cluster_under_test.py reads the inventory.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import pytest
-import testinfra
 from testinfra.host import Host
 
+from lab.cluster_under_test import Cluster, inventory_under_test, wait_for
 
-@dataclass(frozen=True)
-class Cluster:
-    """The hosts, groups and variables of the inventory under test."""
-
-    inventory: str
-    groups: dict[str, list[str]]
-    hostvars: dict[str, dict[str, Any]]
-
-    @classmethod
-    def load(cls, inventory: str) -> Cluster:
-        out = subprocess.run(
-            ["ansible-inventory", "-i", inventory, "--list"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        data = json.loads(out)
-        groups = {
-            name: sorted(body.get("hosts", []))
-            for name, body in data.items()
-            if name != "_meta" and isinstance(body, dict)
-        }
-        return cls(inventory, groups, data["_meta"]["hostvars"])
-
-    @cached_property
-    def hosts(self) -> list[str]:
-        return sorted(self.hostvars)
-
-    @property
-    def controller(self) -> str:
-        return self.groups["controller"][0]
-
-    @property
-    def workers(self) -> list[str]:
-        return self.groups["workers"]
-
-    @property
-    def jetson_standins(self) -> list[str]:
-        """Workers that stand in for a Jetson (lab/standin.yml); none in some scenarios."""
-        return self.groups.get("jetson_standin", [])
-
-    def container(self, host: str) -> str:
-        return str(self.hostvars[host].get("ansible_host", host))
-
-    def var(self, name: str, default: Any = None) -> Any:
-        """A variable as every host sees it (group_vars/all)."""
-        return self.hostvars[self.controller].get(name, default)
-
-    def node(self, host: str) -> Host:
-        return testinfra.get_host(f"podman://{self.container(host)}")
-
-    def node_name(self, host: str) -> str:
-        """The host's Slurm NodeName: its hostname, which may differ from its inventory name."""
-        if host not in self._node_names:
-            self._node_names[host] = self.node(host).check_output("hostname").strip()
-        return self._node_names[host]
-
-    @cached_property
-    def _node_names(self) -> dict[str, str]:
-        return {}
+__all__ = ["Cluster"]  # the tests import it from here
 
 
 def _inventory() -> str:
-    inventory = os.environ.get("GPULAB_TEST_INVENTORY") or os.environ.get("MOLECULE_INVENTORY_FILE")
+    inventory = inventory_under_test()
     if not inventory:
         raise pytest.UsageError("set GPULAB_TEST_INVENTORY (e.g. inventory/lab) or use molecule")
     return inventory
@@ -141,11 +77,6 @@ def eventually() -> Any:
     """Polls `probe` until it returns a truthy value (daemons settle asynchronously)."""
 
     def wait(probe: Any, timeout: float = 60.0, interval: float = 1.0) -> Any:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = probe()
-            if value or time.monotonic() > deadline:
-                return value
-            time.sleep(interval)
+        return wait_for(probe, timeout, interval)
 
     return wait

@@ -19,7 +19,7 @@ def test_gpulab_in_the_venv_and_on_path(cluster: Cluster, worker: str) -> None:
 def test_installed_release_is_on_the_shared_storage(cluster: Cluster, worker: str) -> None:
     node = cluster.node(worker)
     release = node.file(f"{VENV}/gpulab-release").content_string.strip()
-    shared = cluster.var("payload_shared_dir", "/srv/gpulab")
+    shared = cluster.var("payload_shared_dir")
     assert node.file(f"{shared}/wheels/{release}").is_directory
     version = node.check_output(f"{VENV}/bin/python -c 'import gpulab; print(gpulab.__version__)'")
     assert release.startswith(version + "-")

@@ -59,7 +59,8 @@ for top in sys.argv[2:]:
 print(json.dumps(hits))
 """
 )
-SCANNED_DIRS = ["/var/log", "/etc", "/tmp", "/var/tmp", "/root", "/home", "/srv/gpulab/jobs"]
+# Besides these, the jobs' directory on the shared storage.
+SCANNED_DIRS = ["/var/log", "/etc", "/tmp", "/var/tmp", "/root", "/home"]
 
 
 def _read_key(node: Host) -> bytes:
@@ -85,7 +86,8 @@ def test_munge_key_is_0400_munge_in_a_private_directory(cluster: Cluster, hostna
 
 def test_munge_key_appears_in_no_log_on_any_node(cluster: Cluster, hostname: str) -> None:
     node = cluster.node(hostname)
-    script = f"python3 -c {_quote(SCANNER)} {KEY} {' '.join(SCANNED_DIRS)}"
+    dirs = [*SCANNED_DIRS, f"{cluster.var('payload_shared_dir')}/jobs"]
+    script = f"python3 -c {_quote(SCANNER)} {KEY} {' '.join(dirs)}"
     hits = json.loads(node.check_output(script))
     assert hits == [], f"{hostname}: munge key fragments at {hits}"
 
@@ -220,7 +222,7 @@ def test_export_is_limited_to_the_cluster_network_with_root_squash(cluster: Clus
 
 
 def test_no_world_writable_directory_without_sticky_bit_on_the_share(cluster: Cluster) -> None:
-    root = cluster.var("nfs_server_export_path", "/srv/gpulab")
+    root = cluster.var("nfs_server_export_path")
     found = _storage(cluster).check_output(
         "find %s -xdev -type d -perm -0002 ! -perm -1000 -print", root
     )
@@ -256,7 +258,7 @@ def test_jobs_run_as_the_unprivileged_job_user(
 
 def test_validation_results_on_the_share_belong_to_the_job_user(cluster: Cluster) -> None:
     user = _job_user(cluster)
-    root = cluster.var("nfs_server_export_path", "/srv/gpulab")
+    root = cluster.var("nfs_server_export_path")
     server = _storage(cluster)
     if not server.file(f"{root}/jobs/validate").is_directory:
         pytest.skip("no validation run on the share (molecule's side effect runs one)")

@@ -19,7 +19,7 @@ def storage(cluster: Cluster) -> str:
 
 
 def export_url(cluster: Cluster) -> str:
-    return f"nfs://{storage(cluster)}{cluster.var('nfs_server_export_path', '/srv/gpulab')}"
+    return f"nfs://{storage(cluster)}{cluster.var('nfs_server_export_path')}"
 
 
 def address(host: Host) -> str:
@@ -39,7 +39,7 @@ def test_export_lists_only_the_cluster(cluster: Cluster) -> None:
 def test_a_host_outside_the_cluster_is_refused(cluster: Cluster) -> None:
     # This machine reaches the lab's network but is not among the export's clients.
     ip = address(cluster.node(storage(cluster)))
-    export = cluster.var("nfs_server_export_path", "/srv/gpulab")
+    export = cluster.var("nfs_server_export_path")
     result = subprocess.run(
         ["nfs-ls", f"nfs://{ip}{export}"],
         check=False,
@@ -59,7 +59,7 @@ def test_root_on_a_client_is_squashed(cluster: Cluster, worker: str) -> None:
         export_url(cluster),
         name,
     )
-    path = f"{cluster.var('nfs_server_export_path', '/srv/gpulab')}/{name}"
+    path = f"{cluster.var('nfs_server_export_path')}/{name}"
     try:
         assert server.file(path).uid != 0
     finally:
@@ -67,7 +67,7 @@ def test_root_on_a_client_is_squashed(cluster: Cluster, worker: str) -> None:
 
 
 def test_mount_point_serves_the_same_bytes_over_nfs(cluster: Cluster) -> None:
-    mount = cluster.var("nfs_client_mount_point", "/srv/gpulab")
+    mount = cluster.var("nfs_client_mount_point")
     for name in cluster.groups["controller"] + cluster.workers:
         node = cluster.node(name)
         token = secrets.token_hex(16)
@@ -82,6 +82,6 @@ def test_mount_point_serves_the_same_bytes_over_nfs(cluster: Cluster) -> None:
 
 def test_shared_directories_are_safe(cluster: Cluster) -> None:
     server = cluster.node(storage(cluster))
-    root = cluster.var("nfs_server_export_path", "/srv/gpulab")
+    root = cluster.var("nfs_server_export_path")
     assert server.file(f"{root}/jobs").mode == 0o1777
     assert server.file(f"{root}/wheels").mode == 0o755

@@ -12,15 +12,17 @@ import os
 from collections.abc import Callable, Iterator
 
 import pytest
-from lab_ops import Cluster, Lab
+from lab_ops import Lab
 from submit_ops import SshSubmit
+
+from lab.cluster_under_test import Cluster, inventory_under_test
 
 Record = Callable[..., None]
 
 
 @pytest.fixture(scope="session")
 def lab() -> Lab:
-    inventory = os.environ.get("GPULAB_TEST_INVENTORY") or os.environ.get("MOLECULE_INVENTORY_FILE")
+    inventory = inventory_under_test()
     if not inventory:
         raise pytest.UsageError("set GPULAB_TEST_INVENTORY (a lab inventory) or use molecule")
     return Lab(Cluster.load(inventory))

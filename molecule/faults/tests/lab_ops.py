@@ -13,13 +13,12 @@ import re
 import shlex
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-T = TypeVar("T")
+from lab.cluster_under_test import Cluster, wait_for
 
 # States after which Slurm will not run the job again.
 TERMINAL_STATES = {
@@ -34,62 +33,10 @@ TERMINAL_STATES = {
     "PREEMPTED",
 }
 JOB_SCRIPTS = Path(__file__).parent / "jobs"
+# How long the jobs of a fault or drill may take to reach their final states.
+FINAL_TIMEOUT = 420
 # jobs/drill-graph.json's output n: 2 * (1 + ... + 1024), exact in float32.
 DRILL_GRAPH_SUM = 1049600.0
-
-
-def wait_for(probe: Callable[[], T], timeout: float, interval: float = 1.0) -> T:
-    """Polls probe until it returns a truthy value or timeout seconds pass; returns that value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """The hosts, groups and variables of the inventory under test."""
-
-    inventory: str
-    groups: dict[str, list[str]]
-    hostvars: dict[str, dict[str, Any]]
-
-    @classmethod
-    def load(cls, inventory: str) -> Cluster:
-        out = subprocess.run(
-            ["ansible-inventory", "-i", inventory, "--list"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        data = json.loads(out)
-        groups = {
-            name: sorted(body.get("hosts", []))
-            for name, body in data.items()
-            if name != "_meta" and isinstance(body, dict)
-        }
-        return cls(inventory, groups, data["_meta"]["hostvars"])
-
-    @property
-    def controller(self) -> str:
-        return self.groups["controller"][0]
-
-    @property
-    def storage(self) -> str:
-        return self.groups["storage"][0]
-
-    @property
-    def workers(self) -> list[str]:
-        return self.groups["workers"]
-
-    def container(self, host: str) -> str:
-        return str(self.hostvars[host].get("ansible_host", host))
-
-    def var(self, name: str, default: Any = None) -> Any:
-        """A variable as every host sees it (group_vars/all)."""
-        return self.hostvars[self.controller].get(name, default)
 
 
 @dataclass
@@ -97,7 +44,6 @@ class Lab:
     """Runs commands in the cluster's containers and reads Slurm's view of it."""
 
     cluster: Cluster
-    _nodenames: dict[str, str] = field(default_factory=dict)
 
     def run(
         self,
@@ -130,18 +76,16 @@ class Lab:
 
     @property
     def shared_dir(self) -> str:
-        return str(self.cluster.var("nfs_client_mount_point", "/srv/gpulab"))
+        return str(self.cluster.var("nfs_client_mount_point"))
 
     @property
     def nfs_url(self) -> str:
-        export = self.cluster.var("nfs_server_export_path", "/srv/gpulab")
+        export = self.cluster.var("nfs_server_export_path")
         return f"nfs://{self.cluster.storage}{export}"
 
     def nodename(self, host: str) -> str:
         """The Slurm NodeName of an inventory host: its hostname, not its inventory name."""
-        if host not in self._nodenames:
-            self._nodenames[host] = self.run(host, "hostname").stdout.strip()
-        return self._nodenames[host]
+        return self.cluster.node_name(host)
 
     # --- Slurm's view of the nodes ------------------------------------------------
     def node_states(self) -> dict[str, tuple[str, str]]:
@@ -317,6 +261,11 @@ class JobRun:
                     if j.job_id not in finals
                 }
             time.sleep(3)
+
+    def settle(self, timeout: float = FINAL_TIMEOUT) -> tuple[dict[str, str], list[str]]:
+        """The jobs' final states (wait_final) and the results lost among them (lost)."""
+        finals = self.wait_final(timeout)
+        return finals, self.lost(finals)
 
     # --- The results ----------------------------------------------------------------
     def read(self, name: str) -> str | None:

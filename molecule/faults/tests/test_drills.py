@@ -11,10 +11,9 @@ import time
 
 import pytest
 from conftest import Record
-from lab_ops import TERMINAL_STATES, Job, JobRun, Lab, wait_for
+from lab_ops import FINAL_TIMEOUT, TERMINAL_STATES, Job, JobRun, Lab, wait_for
 from submit_ops import SshSubmit, Submitted
 
-FINAL_TIMEOUT = 420
 # The seconds a drill's gpulab job waits before `gpulab run`: the fault strikes meanwhile.
 JOB_WAIT_S = 40
 ICD_GLOB = "/usr/share/vulkan/icd.d/lvp_icd.*.json"
@@ -141,8 +140,7 @@ def test_worker_clock_off(healthy_lab: Lab, record_fault: Record) -> None:
     fresh = lab.run(controller, "unmunge", stdin=lab.run(worker, "munge -n").stdout, check=False)
     recovered = time.monotonic() - start
     after = run.submit(kind="gpulab", node=worker, steps=0)
-    finals = run.wait_final(FINAL_TIMEOUT)
-    lost = run.lost(finals)
+    finals, lost = run.settle()
     aged_status = next(
         (line for line in aged.stdout.splitlines() if line.startswith("STATUS:")), aged.stderr
     )
@@ -283,8 +281,7 @@ def test_controller_container_restarted(healthy_lab: Lab, record_fault: Record) 
     order = _started_order(lab)
     active = lab.on_controller(f"systemctl is-active {' '.join(CONTROLLER_UNITS)}", check=False)
 
-    finals = run.wait_final(FINAL_TIMEOUT)
-    lost = run.lost(finals)
+    finals, lost = run.settle()
     record_fault(
         "controller-restarted",
         recovered,

@@ -23,7 +23,6 @@ JOB_STEPS = 30
 DOWN_TIMEOUT = 150
 # Restart=on-failure with RestartSec=5 (the slurm role default), and a margin.
 RESTART_TIMEOUT = 30
-FINAL_TIMEOUT = 420
 
 
 def _clearly_failed_or_complete(run: JobRun, finals: dict[str, str]) -> None:
@@ -85,8 +84,7 @@ def test_slurmd_killed_during_a_job(healthy_lab: Lab, record_fault: Record) -> N
     fields = run.job_fields(job)
     assert fields.get("JobState", "UNKNOWN") != "UNKNOWN", f"job {job.job_id} vanished"
 
-    finals = run.wait_final(FINAL_TIMEOUT)
-    lost = run.lost(finals)
+    finals, lost = run.settle()
     record_fault(
         "slurmd-killed",
         recovered,
@@ -118,8 +116,7 @@ def test_slurmctld_restarted_with_jobs_queued_and_running(
     assert [after[j.job_id] for j in running] == ["RUNNING"] * len(running), (before, after)
     assert all(after[j.job_id] in ("PENDING", "RUNNING") for j in queued), (before, after)
 
-    finals = run.wait_final(FINAL_TIMEOUT)
-    lost = run.lost(finals)
+    finals, lost = run.settle()
     record_fault(
         "slurmctld-restarted",
         recovered,
@@ -194,8 +191,7 @@ def test_worker_with_another_munge_key(healthy_lab: Lab, record_fault: Record) -
 
     run = JobRun(lab, "munge-healed")
     job = run.submit(node=worker, steps=3)
-    finals = run.wait_final(FINAL_TIMEOUT)
-    lost = run.lost(finals)
+    finals, lost = run.settle()
     record_fault(
         "munge-key-mismatch",
         recovered,
@@ -232,8 +228,7 @@ def test_nfs_server_restarted_during_a_job(healthy_lab: Lab, record_fault: Recor
     ), "the share does not answer over NFS after the server's restart"
     recovered = time.monotonic() - start
 
-    finals = run.wait_final(FINAL_TIMEOUT)
-    lost = run.lost(finals)
+    finals, lost = run.settle()
     output = run.output(job)
     retries = output.count("fault-job: retrying")
     record_fault(
@@ -286,8 +281,7 @@ def test_worker_container_restarted(healthy_lab: Lab, record_fault: Record) -> N
     recovered = time.monotonic() - start
 
     after = run.submit(node=worker, steps=3)
-    finals = run.wait_final(FINAL_TIMEOUT)
-    lost = run.lost(finals)
+    finals, lost = run.settle()
     record_fault(
         "worker-restarted",
         recovered,

@@ -1,0 +1,119 @@
+"""The cluster an inventory describes, as the molecule scenarios' tests see it.
+
+The tests run against a molecule scenario (molecule sets MOLECULE_INVENTORY_FILE; its
+directory holds the scenario's whole inventory: the platforms, the groups from lab/cluster.yml
+and the group_vars) or against the lab (GPULAB_TEST_INVENTORY=inventory/lab). Hosts are
+reached with testinfra's podman backend, `podman://CONTAINER`, far faster than through Ansible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, TypeVar
+
+import jinja2
+import testinfra
+from testinfra.host import Host
+
+T = TypeVar("T")
+
+
+def wait_for(probe: Callable[[], T], timeout: float, interval: float = 1.0) -> T:
+    """Polls probe until it returns a truthy value or timeout seconds pass; returns that value.
+
+    Daemons settle asynchronously: the tests wait for what they check.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
+def inventory_under_test() -> str | None:
+    """The inventory the tests run against, or None outside molecule without the variable."""
+    if os.environ.get("GPULAB_TEST_INVENTORY"):
+        return os.environ["GPULAB_TEST_INVENTORY"]
+    molecule_file = os.environ.get("MOLECULE_INVENTORY_FILE")
+    return str(Path(molecule_file).parent) if molecule_file else None
+
+
+def _rendered(value: Any, hostvars: dict[str, Any]) -> Any:
+    """A variable as Ansible would see it where it names another ("{{ lab_shared_path }}")."""
+    if isinstance(value, str) and "{{" in value:
+        return (
+            jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(value).render(hostvars)
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The hosts, groups and variables of the inventory under test."""
+
+    inventory: str
+    groups: dict[str, list[str]]
+    hostvars: dict[str, dict[str, Any]]
+    _node_names: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def load(cls, inventory: str) -> Cluster:
+        out = subprocess.run(
+            ["ansible-inventory", "-i", inventory, "--list"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        data = json.loads(out)
+        groups = {
+            name: sorted(body.get("hosts", []))
+            for name, body in data.items()
+            if name != "_meta" and isinstance(body, dict)
+        }
+        return cls(inventory, groups, data["_meta"]["hostvars"])
+
+    @cached_property
+    def hosts(self) -> list[str]:
+        return sorted(self.hostvars)
+
+    @property
+    def controller(self) -> str:
+        return self.groups["controller"][0]
+
+    @property
+    def storage(self) -> str:
+        return self.groups["storage"][0]
+
+    @property
+    def workers(self) -> list[str]:
+        return self.groups["workers"]
+
+    @property
+    def jetson_standins(self) -> list[str]:
+        """Workers that stand in for a Jetson (lab/standin.yml); none in some scenarios."""
+        return self.groups.get("jetson_standin", [])
+
+    def container(self, host: str) -> str:
+        return str(self.hostvars[host].get("ansible_host", host))
+
+    def var(self, name: str, default: Any = None) -> Any:
+        """A variable as every host sees it (group_vars/all)."""
+        hostvars = self.hostvars[self.controller]
+        return _rendered(hostvars.get(name, default), hostvars)
+
+    def node(self, host: str) -> Host:
+        return testinfra.get_host(f"podman://{self.container(host)}")
+
+    def node_name(self, host: str) -> str:
+        """The host's Slurm NodeName: its hostname, which may differ from its inventory name."""
+        if host not in self._node_names:
+            self._node_names[host] = self.node(host).check_output("hostname").strip()
+        return self._node_names[host]
