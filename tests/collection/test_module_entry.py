@@ -107,11 +107,14 @@ COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
 def test_the_collections_shared_module_utils_are_the_payloads(source: Path) -> None:
     copy = COLLECTION / "plugins/module_utils" / source.name
     assert copy.read_bytes() == source.read_bytes(), (
-        f"{copy.relative_to(REPO)} differs from {source.relative_to(REPO)}: edit the payload's file,"
-        " run scripts/build-collection.sh --copy-only and commit both"
+        f"{copy.relative_to(REPO)} differs from {source.relative_to(REPO)}: edit the payload's"
+        " file, run scripts/build-collection.sh --copy-only and commit both"
     )
     tracked = subprocess.run(
-        ["git", "ls-files", "--error-unmatch", str(copy)], cwd=REPO, capture_output=True, check=False
+        ["git", "ls-files", "--error-unmatch", str(copy)],
+        cwd=REPO,
+        capture_output=True,
+        check=False,
     )
     assert tracked.returncode == 0, "the copy must be committed: a git install has no build step"
 
