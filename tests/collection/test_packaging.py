@@ -5,6 +5,7 @@ collections the roles, playbooks and plugins name, which requirements.yml instal
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import subprocess
@@ -187,3 +188,22 @@ def test_the_installed_module_runs_with_its_module_utils(installed: Path) -> Non
         env, installed,
     )  # fmt: skip
     assert '"msg": "22.05"' in out
+
+
+def _filters() -> set[str]:
+    names: set[str] = set()
+    for path in (COLLECTION / "plugins/filter").glob("*.py"):
+        module = importlib.import_module(
+            f"ansible_collections.gpulab.cluster.plugins.filter.{path.stem}"
+        )
+        names |= set(module.FilterModule().filters())
+    return names
+
+
+def test_the_collection_readme_lists_every_role_module_filter_and_playbook() -> None:
+    readme = (COLLECTION / "README.md").read_text()
+    listed = set(re.findall(r"`gpulab\.cluster\.([a-z_]+)`", readme))
+    modules = {path.stem for path in (COLLECTION / "plugins/modules").glob("*.py")}
+    playbooks = {path.stem for path in (COLLECTION / "playbooks").glob("*.yml")}
+    assert set(PLAYBOOKS) == playbooks
+    assert listed == set(ROLES) | modules | _filters() | playbooks
