@@ -5,10 +5,9 @@
 #   pslint      PowerShell modules only; the collection has none (and there is no pwsh here).
 #   shellcheck  needs the shellcheck binary, which the venv cannot install; the collection's
 #               shell is Jinja templates of scripts, which shellcheck cannot read.
-# tests/sanity/ignore-X.Y.txt (one per ansible-core release) ignores, and why: the GPLv3 header
-# (the collection is MIT), `_` as a name in slurm_client.py (a committed copy of the payload's
-# gpulab/submit/slurm_client.py, which ruff checks), and the shebang of two templates of
-# scripts (they are rendered to executables, not run from the collection).
+# tests/sanity/ignore-X.Y.txt (one per ansible-core release: add one when ansible-core moves)
+# ignores, and why: the GPLv3 header (the collection is MIT) and the shebang of two templates
+# of scripts (they are rendered to executables, not run from the collection).
 # ansible-test fetches a pip bootstrap script from a host that is not reachable here:
 # scripts/ansible_test_get_pip.py stands in for it, put where ansible-test looks first.
 # Usage: scripts/ansible-test-sanity.sh [more ansible-test sanity options]
