@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: help setup image image-trixie image-arm64 lab lab-up lab-fresh lab-down converge test lint \
-        test-payload test-collection test-molecule test-debian13 test-faults test-mixed-arch \
+        test-payload test-collection test-sanity test-molecule test-debian13 test-faults test-mixed-arch \
         test-scenarios fuzz-long shaders collection
 
 help:
@@ -76,6 +76,10 @@ fuzz-long: setup native
 test-collection: setup collection
 	pytest tests/collection tests/inventory tests/roles tests/cross
 
+# ansible-test sanity on the collection: the tests that run offline (the script lists those skipped).
+test-sanity: setup
+	bash scripts/ansible-test-sanity.sh
+
 test-molecule: image collection
 	bash lab/molecule-test.sh
 
@@ -93,4 +97,4 @@ test-mixed-arch: image image-arm64 collection
 
 test-scenarios: test-debian13 test-faults test-mixed-arch
 
-test: lint test-payload test-collection test-molecule native-sanitize native-arm64
+test: lint test-payload test-collection test-sanity test-molecule native-sanitize native-arm64

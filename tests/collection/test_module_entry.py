@@ -96,7 +96,8 @@ def test_runner_passes_an_argument_list_and_stdin() -> None:
 
 
 # The one source of the Slurm client and of the NVIDIA driver reader: the wheel ships them as
-# gpulab modules, the collection copies that scripts/build-collection.sh makes.
+# gpulab modules, the collection committed copies that scripts/build-collection.sh refreshes
+# (committed, so that a git install of the collection has them).
 SLURM_CLIENT = REPO / "payload/src/gpulab/submit/slurm_client.py"
 NVIDIA_DRIVER = REPO / "payload/src/gpulab/backends/nvidia_driver.py"
 COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
@@ -105,9 +106,17 @@ COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
 @pytest.mark.parametrize("source", [SLURM_CLIENT, NVIDIA_DRIVER], ids=lambda p: p.name)
 def test_the_collections_shared_module_utils_are_the_payloads(source: Path) -> None:
     copy = COLLECTION / "plugins/module_utils" / source.name
-    assert copy.read_bytes() == source.read_bytes()
-    ignored = subprocess.run(["git", "check-ignore", "-q", str(copy)], cwd=REPO, check=False)
-    assert ignored.returncode == 0, "the copy must stay out of git: edit the payload's file"
+    assert copy.read_bytes() == source.read_bytes(), (
+        f"{copy.relative_to(REPO)} differs from {source.relative_to(REPO)}: edit the payload's"
+        " file, run scripts/build-collection.sh --copy-only and commit both"
+    )
+    tracked = subprocess.run(
+        ["git", "ls-files", "--error-unmatch", str(copy)],
+        cwd=REPO,
+        capture_output=True,
+        check=False,
+    )
+    assert tracked.returncode == 0, "the copy must be committed: a git install has no build step"
 
 
 def test_the_wheel_ships_the_slurm_client_as_a_module_of_gpulab_submit() -> None:

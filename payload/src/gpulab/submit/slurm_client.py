@@ -173,7 +173,7 @@ def parse_job_id(sbatch_parsable: str) -> str:
 
 def parse_exit_code(text: str) -> tuple[int | None, int | None]:
     """Slurm's "CODE:SIGNAL" as two integers; (None, None) when it is not one."""
-    code, _, signal = text.partition(":")
+    code, _colon, signal = text.partition(":")
     if not code.isdigit():
         return None, None
     return int(code), int(signal) if signal.isdigit() else 0
@@ -181,7 +181,7 @@ def parse_exit_code(text: str) -> tuple[int | None, int | None]:
 
 def parse_duration(text: str) -> int | None:
     """Seconds in Slurm's [D-][HH:]MM:SS; None for anything else."""
-    days, _, clock = text.rpartition("-")
+    days, _dash, clock = text.rpartition("-")
     parts = clock.split(":")
     if (
         not all(p.isdigit() for p in parts)
@@ -300,7 +300,7 @@ def partition_gpu_count(text: str, partition: str | None = None) -> int:
     partition (marked "*") when partition is None. 0: no GPU GRES there."""
     counts = [0]
     for line in text.splitlines():
-        name, _, gres = line.strip().partition(" ")
+        name, _space, gres = line.strip().partition(" ")
         if (name.rstrip("*") == partition) if partition else name.endswith("*"):
             counts.append(gres_gpu_count(gres))
     return max(counts)

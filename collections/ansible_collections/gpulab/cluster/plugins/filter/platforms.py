@@ -18,7 +18,7 @@ description:
   - The companion filter platform_vars_files gives the role variable files to try, most specific
     first, for include_vars with the first_found lookup.
 version_added: "1.0.0"
-author: gpulab
+author: gpulab contributors (@gpulab)
 options:
   _input:
     description:

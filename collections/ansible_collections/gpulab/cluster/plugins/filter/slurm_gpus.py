@@ -16,7 +16,7 @@ description:
   - Counts the C(gpu) items of a GRES string as C(sinfo %G), C(scontrol show node) or
     C(scontrol show job -d) print it; 0 for none or C((null)).
 version_added: "1.0.0"
-author: gpulab
+author: gpulab contributors (@gpulab)
 options:
   _input:
     description: The GRES string, e.g. C(gpu:h200:2(S:0-1)) or C(gpu:1,mps:100).

@@ -19,7 +19,7 @@ description:
   - The companion filter slurm_release turns a package version (22.05.8-4+deb12u3,
     1:21.08.5-2ubuntu1) into its major release (22.05), or '' when it holds none.
 version_added: "1.0.0"
-author: gpulab
+author: gpulab contributors (@gpulab)
 options:
   _input:
     description: Each host's Slurm package version (installed, or apt's candidate); '' for none.
@@ -70,7 +70,7 @@ def _index(release: str) -> int | None:
     if release in RELEASES:
         return RELEASES.index(release)
     year, month = release.split(".")
-    last_year = int(RELEASES[-1].split(".")[0])
+    last_year = int(RELEASES[-1].split(".", maxsplit=1)[0])
     if month not in _SIX_MONTHLY or int(year) <= last_year:
         return None
     return len(RELEASES) + (int(year) - last_year - 1) * 2 + _SIX_MONTHLY.index(month)
@@ -81,7 +81,7 @@ def _name(index: int) -> str:
     if index < len(RELEASES):
         return RELEASES[index]
     years, half = divmod(index - len(RELEASES), 2)
-    return f"{int(RELEASES[-1].split('.')[0]) + 1 + years}.{_SIX_MONTHLY[half]}"
+    return f"{int(RELEASES[-1].split('.', maxsplit=1)[0]) + 1 + years}.{_SIX_MONTHLY[half]}"
 
 
 def _window(controller_index: int) -> int:

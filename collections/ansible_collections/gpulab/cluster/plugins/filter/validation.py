@@ -19,7 +19,7 @@ description:
   - Takes the node.json that the validation job wrote on a worker and returns its table row and
     every check with whether it passed and why not.
 version_added: "1.0.0"
-author: gpulab
+author: gpulab contributors (@gpulab)
 options:
   _input:
     description: The parsed node.json.

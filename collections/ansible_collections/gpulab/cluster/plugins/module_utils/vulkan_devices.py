@@ -137,7 +137,7 @@ def add_features(devices: list[dict[str, Any]], details: dict[int, dict[str, str
 
 def _numbered(paths: Iterable[str], pattern: re.Pattern[str]) -> list[str]:
     found = [(int(m.group(1)), p) for p in paths if (m := pattern.match(p))]
-    return [p for _, p in sorted(found)]
+    return [path for _number, path in sorted(found)]
 
 
 def assign_device_files(

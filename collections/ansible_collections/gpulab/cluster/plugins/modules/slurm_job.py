@@ -21,7 +21,7 @@ description:
     O(state=absent) cancels your pending or running jobs with this O(name) or O(job_id).
   - Runs on a host with the Slurm client commands and a readable slurm.conf, usually the controller.
 version_added: "1.0.0"
-author: gpulab
+author: gpulab contributors (@gpulab)
 options:
   state:
     description:
@@ -105,9 +105,11 @@ options:
     default: 20
 attributes:
   check_mode:
+    description: Runs in check mode, predicting the change and making none.
     support: full
     details: Reports the job that would be submitted or cancelled, and submits or cancels nothing.
   diff_mode:
+    description: Shows in diff mode what changed (or would change in check mode).
     support: none
 requirements:
   - Slurm client commands (sbatch, scontrol, squeue, scancel) on the managed host.
@@ -206,6 +208,7 @@ stderr_tail:
 """
 
 import os
+import pwd
 import time
 from collections.abc import Callable
 from typing import Any
@@ -453,10 +456,15 @@ def read_tail(path: str | None, lines: int) -> str | None:
         return None
 
 
+def home_dir() -> str:
+    """The user's home directory as `~` names it: $HOME, else the password database's."""
+    return os.environ.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir
+
+
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, **MODULE_KWARGS)
     if module.params["chdir"] is None:
-        module.params["chdir"] = os.path.expanduser("~")
+        module.params["chdir"] = home_dir()
     try:
         result = SlurmJob(module.params, SlurmRunner(module), check_mode=module.check_mode).apply()
     except SlurmJobError as error:

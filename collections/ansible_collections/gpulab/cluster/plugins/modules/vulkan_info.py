@@ -29,7 +29,7 @@ description:
     are reported without subgroup and fp64 features, with a warning.
   - Changes nothing, so it runs in check mode too.
 version_added: "1.0.0"
-author: gpulab
+author: gpulab contributors (@gpulab)
 options:
   vulkaninfo:
     description: The vulkaninfo command; a name is looked up on PATH.
@@ -51,8 +51,10 @@ options:
     default: /proc/driver/nvidia/gpus
 attributes:
   check_mode:
+    description: Runs in check mode, predicting the change and making none.
     support: full
   facts:
+    description: Returns C(ansible_facts) that update the host's facts.
     support: full
 """
 

@@ -1,0 +1,47 @@
+# Copyright: gpulab contributors
+# MIT License (see galaxy.yml)
+"""What NVIDIA's kernel driver says about each GPU: /proc/driver/nvidia/gpus/<pci>/information.
+
+The one reader of that file in gpulab: the payload (gpulab.backends.gpu_files, which matches
+a job's /dev/nvidiaN to its Vulkan device) imports it, and the gpulab.cluster collection ships
+a byte-identical copy as module_utils/nvidia_driver.py (scripts/build-collection.sh copies
+it) for vulkan_info, which pairs each GPU with its /dev/nvidiaN the same way. So it uses the
+standard library only. The GPU UUID there is the Vulkan deviceUUID of the same GPU.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+NVIDIA_GPUS = "/proc/driver/nvidia/gpus"
+
+
+def parse_nvidia_information(text: str) -> dict[str, str]:
+    """`Key: value` lines of /proc/driver/nvidia/gpus/<pci>/information."""
+    fields = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key.strip()] = value.strip()
+    return fields
+
+
+def nvidia_gpus(directory: str | Path = NVIDIA_GPUS) -> dict[int, dict[str, str]]:
+    """Each GPU's information fields by its device minor (the N of /dev/nvidiaN); empty
+    when the driver is not loaded or the directory is not visible (a container)."""
+    found: dict[int, dict[str, str]] = {}
+    for information in sorted(Path(directory).glob("*/information")):
+        try:
+            fields = parse_nvidia_information(information.read_text())
+        except OSError:
+            continue
+        minor = fields.get("Device Minor", "")
+        if minor.isdigit():
+            found[int(minor)] = fields
+    return found
+
+
+def gpu_uuid(fields: dict[str, str]) -> str:
+    """The GPU UUID of an information file, as Vulkan prints deviceUUID (lowercase, no
+    `GPU-` prefix); "" when the file has none."""
+    return fields.get("GPU UUID", "").lower().removeprefix("gpu-")

@@ -1,0 +1,209 @@
+"""gpulab.cluster installed the Ansible way, for real: from git (this repository's committed
+state, as `git+file://`) and from the tarball `ansible-galaxy collection build` makes, each into
+a temporary collections path that Ansible then uses alone. And galaxy.yml's dependencies are the
+collections the roles, playbooks and plugins name, which requirements.yml installs."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
+BIN = Path(sys.executable).parent
+ROLES = sorted(path.name for path in (COLLECTION / "roles").iterdir())
+PLAYBOOKS = ("site", "validate", "node_check")
+# A collection name inside a module key, a filter, a test or a lookup: `ns.coll.name`.
+FQCN = re.compile(r"(?<![\w.])([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)\.[a-z][a-z0-9_]*")
+IMPORT = re.compile(r"ansible_collections\.([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)")
+JINJA = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
+# Collections that every ansible-core has, and this one.
+NOT_DEPENDENCIES = {"ansible.builtin", "ansible.legacy", "gpulab.cluster"}
+
+
+def _galaxy() -> dict[str, Any]:
+    galaxy: dict[str, Any] = yaml.safe_load((COLLECTION / "galaxy.yml").read_text())
+    return galaxy
+
+
+def _yaml_files() -> Iterator[Path]:
+    for folder in ("roles", "playbooks"):
+        yield from sorted((COLLECTION / folder).rglob("*.yml"))
+
+
+def _strings_and_keys(node: object) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield str(key)
+            yield from _strings_and_keys(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _strings_and_keys(item)
+    elif isinstance(node, str):
+        yield from JINJA.findall(node)
+
+
+def _collections_named() -> dict[str, set[str]]:
+    """Each collection the content names, with the files that name it."""
+    named: dict[str, set[str]] = {}
+    for path in _yaml_files():
+        for text in _strings_and_keys(yaml.safe_load(path.read_text())):
+            for match in FQCN.finditer(text):
+                named.setdefault(".".join(match.groups()), set()).add(str(path.relative_to(REPO)))
+    for path in sorted((COLLECTION / "plugins").rglob("*.py")):
+        for match in IMPORT.finditer(path.read_text()):
+            named.setdefault(".".join(match.groups()), set()).add(str(path.relative_to(REPO)))
+    return named
+
+
+def test_galaxy_dependencies_are_the_collections_the_content_names() -> None:
+    named = _collections_named()
+    assert {"ansible.builtin", "gpulab.cluster"} <= set(named), "the scan finds nothing"
+    used = {
+        name: files
+        for name, files in named.items()
+        # Registered results and facts read like FQCNs (`__slurm_installed.stdout`): only
+        # names of installed collections count.
+        if name not in NOT_DEPENDENCIES and _is_a_collection(name)
+    }
+    assert set(_galaxy()["dependencies"]) == set(used), used
+
+
+def _is_a_collection(name: str) -> bool:
+    namespace, collection = name.split(".")
+    import ansible_collections  # noqa: PLC0415 - the collections the ansible package bundles
+
+    return any(
+        (Path(root) / namespace / collection / "MANIFEST.json").is_file()
+        or (Path(root) / namespace / collection / "galaxy.yml").is_file()
+        for root in [*ansible_collections.__path__, str(REPO / "collections/ansible_collections")]
+    )
+
+
+def test_requirements_yml_installs_the_galaxy_dependencies() -> None:
+    requirements = yaml.safe_load((REPO / "requirements.yml").read_text())
+    listed = {entry["name"]: entry["version"] for entry in requirements["collections"]}
+    assert listed == _galaxy()["dependencies"]
+
+
+def _env(collections_path: Path) -> dict[str, str]:
+    # An empty ansible.cfg: nothing of this repository's (roles_path, collections_path) is used.
+    config = collections_path / "ansible.cfg"
+    config.write_text("[defaults]\n")
+    return {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "ANSIBLE_CONFIG": str(config),
+        "ANSIBLE_COLLECTIONS_PATH": str(collections_path),
+        "ANSIBLE_NOCOLOR": "1",
+    }
+
+
+def _run(argv: list[str], env: dict[str, str], cwd: Path) -> str:
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"{argv}: {done.stdout}{done.stderr}"
+    return done.stdout
+
+
+def _install_from_git(target: Path) -> None:
+    commit = _run(["git", "rev-parse", "HEAD"], dict(os.environ), REPO).strip()
+    source = f"git+file://{REPO}#collections/ansible_collections/gpulab/cluster,{commit}"
+    _run([str(BIN / "ansible-galaxy"), "collection", "install", "--no-deps", "-p", str(target),
+          source], _env(target), target)  # fmt: skip
+
+
+def _install_from_tarball(target: Path) -> None:
+    env = _env(target) | {"GPULAB_COLLECTION_OUT": str(target / "dist")}
+    _run(["bash", str(REPO / "scripts/build-collection.sh")], env, REPO)
+    (tarball,) = (target / "dist").glob("gpulab-cluster-*.tar.gz")
+    _run([str(BIN / "ansible-galaxy"), "collection", "install", "--no-deps", "-p", str(target),
+          str(tarball)], env, target)  # fmt: skip
+
+
+@pytest.fixture(scope="module", params=["git", "tarball"])
+def installed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A collections path holding gpulab.cluster installed from git or from the tarball."""
+    target = tmp_path_factory.mktemp(f"collections-{request.param}")
+    {"git": _install_from_git, "tarball": _install_from_tarball}[request.param](target)
+    return target
+
+
+def test_the_installed_collection_has_every_role_plugin_and_playbook(installed: Path) -> None:
+    tree = installed / "ansible_collections/gpulab/cluster"
+    assert sorted(path.name for path in (tree / "roles").iterdir()) == ROLES
+    for role in ROLES:
+        assert (tree / "roles" / role / "meta/argument_specs.yml").is_file()
+        assert (tree / "roles" / role / "README.md").is_file()
+    for kind in ("modules", "module_utils", "filter"):
+        shipped = {path.name for path in (tree / "plugins" / kind).glob("*.py")}
+        assert shipped == {path.name for path in (COLLECTION / "plugins" / kind).glob("*.py")}
+    for name in ("slurm_client.py", "nvidia_driver.py"):
+        assert (tree / "plugins/module_utils" / name).read_bytes() == (
+            COLLECTION / "plugins/module_utils" / name
+        ).read_bytes()
+    assert not list(tree.rglob("__pycache__"))
+
+
+def test_the_installed_playbooks_load_with_every_role(installed: Path) -> None:
+    inventory = installed / "hosts.yml"
+    inventory.write_text(
+        "all:\n  children:\n"
+        + "".join(f"    {group}:\n      hosts:\n        node1:\n"
+                  for group in ("controller", "storage", "workers"))
+    )  # fmt: skip
+    listed = _run(
+        [str(BIN / "ansible-playbook"), "--list-tasks", "-i", str(inventory),
+         *(f"gpulab.cluster.{name}" for name in PLAYBOOKS)],
+        _env(installed), installed,
+    )  # fmt: skip
+    for role in ROLES:
+        assert f"gpulab.cluster.{role} : " in listed, role
+
+
+def test_the_installed_module_runs_with_its_module_utils(installed: Path) -> None:
+    # Check mode runs no Slurm command: sbatch only has to be found on PATH.
+    (installed / "bin").mkdir(exist_ok=True)
+    (installed / "bin/sbatch").write_text("#!/bin/sh\nexit 1\n")
+    (installed / "bin/sbatch").chmod(0o755)
+    env = _env(installed)
+    env["PATH"] = f"{installed / 'bin'}{os.pathsep}{env['PATH']}"
+    out = _run(
+        [str(BIN / "ansible"), "localhost", "--check", "-o", "-m", "gpulab.cluster.slurm_job",
+         "-a", "command=true gres=gpu:1"],
+        env, installed,
+    )  # fmt: skip
+    assert "--gres=gpu:1" in out
+    out = _run(
+        [str(BIN / "ansible"), "localhost", "-o", "-m", "ansible.builtin.debug",
+         "-a", "msg={{ 'slurm-wlm 22.05.8-4' | gpulab.cluster.slurm_release }}"],
+        env, installed,
+    )  # fmt: skip
+    assert '"msg": "22.05"' in out
+
+
+def _filters() -> set[str]:
+    names: set[str] = set()
+    for path in (COLLECTION / "plugins/filter").glob("*.py"):
+        module = importlib.import_module(
+            f"ansible_collections.gpulab.cluster.plugins.filter.{path.stem}"
+        )
+        names |= set(module.FilterModule().filters())
+    return names
+
+
+def test_the_collection_readme_lists_every_role_module_filter_and_playbook() -> None:
+    readme = (COLLECTION / "README.md").read_text()
+    listed = set(re.findall(r"`gpulab\.cluster\.([a-z_]+)`", readme))
+    modules = {path.stem for path in (COLLECTION / "plugins/modules").glob("*.py")}
+    playbooks = {path.stem for path in (COLLECTION / "playbooks").glob("*.yml")}
+    assert set(PLAYBOOKS) == playbooks
+    assert listed == set(ROLES) | modules | _filters() | playbooks
