@@ -12,7 +12,7 @@ from typing import Any
 from gpulab._version import __version__
 from gpulab.backends import BACKENDS
 from gpulab.backends.errors import failed_errors, unavailable_errors
-from gpulab.cli import bench_args, health, run, schema, submit, validate
+from gpulab.cli import bench_args, health, metrics, run, schema, submit, validate
 from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
 
 Handler = Callable[[argparse.Namespace], int]
@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     health.add_parser(commands, _device_index)
     submit.add_parser(commands)
+    metrics.add_parser(commands)
     return parser
 
 
