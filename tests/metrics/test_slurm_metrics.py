@@ -109,3 +109,32 @@ def test_an_unreachable_slurmctld_gives_slurm_up_0_and_nothing_else() -> None:
     assert collected(answers(jobs=None)) == {"gpulab_slurm_up": {labels(): 0}}
     assert collected({}) == {"gpulab_slurm_up": {labels(): 0}}
     assert collected(answers())["gpulab_slurm_up"] == {labels(): 1}
+
+
+def test_output_captured_from_slurm_22_05() -> None:
+    """The three commands' output as Slurm 22.05 printed it on Debian 12 (the monitoring role's
+    test containers; submit times moved before the test's clock): a node being drained by the
+    health check while one job ran and two waited."""
+    samples = collected(
+        {
+            " ".join(slurm_metrics.SINFO_NODES): (
+                "mon-worker|draining|gpulab-health: saxpy: 3 of 1024 elements wrong (device 0)\n"
+            ),
+            " ".join(slurm_metrics.SINFO_PARTITIONS): "main\n",
+            " ".join(slurm_metrics.SQUEUE_JOBS): (
+                "main|PENDING|2026-12-03T19:58:07\n"
+                "main|PENDING|2026-12-03T19:59:07\n"
+                "main|RUNNING|2026-12-03T19:57:07\n"
+            ),
+        }
+    )
+    state = samples["gpulab_slurm_node_state"]
+    assert [dict(k)["state"] for k, v in state.items() if v == 1] == ["draining"]
+    assert samples["gpulab_slurm_node_gpu_health_drain"] == {labels(node="mon-worker"): 1}
+    assert samples["gpulab_slurm_jobs"] == {
+        labels(partition="main", state="pending"): 2,
+        labels(partition="main", state="running"): 1,
+    }
+    assert samples["gpulab_slurm_pending_job_longest_wait_seconds"] == {
+        labels(partition="main"): 113
+    }
