@@ -6,7 +6,6 @@ the listen address is checked against the host's own addresses)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.roles.test_role_validation import _env  # the same isolated Ansible settings
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -23,19 +24,6 @@ VALIDATION = {
     for task in yaml.safe_load((ROOT / "roles/monitoring/tasks/validate.yml").read_text())
 } | {"monitoring : Validating arguments against arg spec 'main' - Prometheus on the controller, "
      "node_exporter on every node, gpulab's Slurm and GPU metrics."}  # fmt: skip
-
-
-def _env(cache: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "MOLECULE_"))}
-    return env | {
-        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
-        "ANSIBLE_CACHE_PLUGIN": "jsonfile",
-        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(cache),
-        "ANSIBLE_GATHERING": "explicit",
-        "ANSIBLE_RETRY_FILES_ENABLED": "false",
-        "ANSIBLE_NOCOLOR": "1",
-    }
 
 
 @pytest.fixture(scope="module")
