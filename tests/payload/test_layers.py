@@ -25,6 +25,7 @@ LAYER = {
     "backends": 5,
     "submit": 5,
     "diagnostics": 6,
+    "metrics": 6,
     "cli": 7,
     "__main__": 8,
     "__init__": 8,

@@ -14,6 +14,7 @@ from gpulab.cli import (
     devices,
     health,
     memory,
+    metrics,
     run,
     schema,
     selftest,
@@ -22,7 +23,7 @@ from gpulab.cli import (
 )
 from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
 
-COMMANDS = (devices, memory, selftest, run, validate, schema, bench, health, submit)
+COMMANDS = (devices, memory, selftest, run, validate, schema, bench, health, submit, metrics)
 """Each registers its parser and handler; a handler imports what its command needs (Vulkan,
 kernels, numpy) only when it runs, so `gpulab --help` and the light commands start fast."""
 

@@ -1,0 +1,88 @@
+"""Monitoring (roles/monitoring), when the scenario turns it on (monitoring_enabled: true):
+node_exporter on every node and Prometheus on the controller, each bound to the node's
+cluster address only, gpulab's metrics timer on the workers, and Prometheus scraping every
+node. Skipped when monitoring is off.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from typing import Any
+
+import pytest
+from conftest import Cluster, cluster_under_test
+from testinfra.host import Host
+
+pytestmark = pytest.mark.skipif(
+    not cluster_under_test().var("monitoring_enabled", False),
+    reason="monitoring_enabled is not true in this inventory",
+)
+NODE_EXPORTER_PORT = 9100
+PROMETHEUS_PORT = 9090
+WILDCARDS = {"0.0.0.0", "*", "[::]", "::"}
+
+
+def cluster_address(node: Host) -> str:
+    """The address of the interface that holds the default route (the role's default)."""
+    route = node.check_output("ip -4 -o route get 192.0.2.1")
+    found = re.search(r"\bsrc (\S+)", route)
+    assert found, route
+    return found.group(1)
+
+
+def listeners(node: Host, port: int) -> set[str]:
+    """The addresses something listens on for TCP `port`."""
+    lines = node.check_output("ss -Htln").splitlines()
+    local = [line.split()[3] for line in lines if len(line.split()) > 3]
+    return {address.rsplit(":", 1)[0] for address in local if address.endswith(f":{port}")}
+
+
+def test_node_exporter_runs_on_the_cluster_address_only(cluster: Cluster, hostname: str) -> None:
+    node = cluster.node(hostname)
+    service = node.service("prometheus-node-exporter")
+    assert service.is_running and service.is_enabled
+    bound = listeners(node, NODE_EXPORTER_PORT)
+    assert bound == {cluster_address(node)}, f"{hostname}: node_exporter listens on {bound}"
+    assert not bound & WILDCARDS
+
+
+def test_prometheus_runs_on_the_cluster_address_only(cluster: Cluster, controller: Host) -> None:
+    assert controller.service("prometheus").is_running
+    bound = listeners(controller, PROMETHEUS_PORT)
+    assert bound == {cluster_address(controller)}, f"Prometheus listens on {bound}"
+    # Not reachable on another interface of the controller (loopback here).
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {PROMETHEUS_PORT}), 3)"
+    refused = controller.run(f"python3 -c {shlex.quote(connect)}")
+    assert refused.rc != 0
+
+
+def test_the_workers_write_gpu_metrics(cluster: Cluster, worker: str) -> None:
+    node = cluster.node(worker)
+    assert node.service("gpulab-metrics.timer").is_running
+    metrics = node.file("/var/lib/prometheus/node-exporter/gpulab.prom")
+    assert metrics.exists and metrics.mode == 0o644
+    assert re.search(r'^gpulab_gpu_health_ok\{device="0"\} 1$', metrics.content_string, re.M)
+
+
+def prometheus_query(controller: Host, query: str) -> list[dict[str, Any]]:
+    """The result of an instant query to the controller's Prometheus, from the controller."""
+    url = f"http://{cluster_address(controller)}:{PROMETHEUS_PORT}/api/v1/query?query={query}"
+    script = f"import urllib.request; print(urllib.request.urlopen({url!r}).read().decode())"
+    answer = json.loads(controller.check_output(f"python3 -c {shlex.quote(script)}"))
+    result: list[dict[str, Any]] = answer["data"]["result"]
+    return result
+
+
+def test_prometheus_scrapes_every_node(cluster: Cluster, controller: Host, eventually: Any) -> None:
+    def node_exporters_up() -> dict[str, str]:
+        results = prometheus_query(controller, "up")
+        return {
+            r["metric"]["instance"]: r["value"][1] for r in results if r["metric"]["job"] == "node"
+        }
+
+    every_node_up = dict.fromkeys(cluster.hosts, "1")
+    assert eventually(lambda: node_exporters_up() == every_node_up, timeout=90, interval=5), (
+        f"Prometheus' up: {node_exporters_up()}"
+    )
