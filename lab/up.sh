@@ -96,8 +96,11 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for n in "${LAB_NODES[@]}"; do
+  # A container just started may not have its system bus yet: ask again until it answers.
   podman exec "$LAB_PREFIX$n" sh -c \
-    'timeout 120 systemctl is-system-running --wait; /usr/local/sbin/gpulab-apt-cache seed' \
+    'for i in $(seq 30); do s=$(timeout 120 systemctl is-system-running --wait 2>/dev/null);
+       [ -n "$s" ] && break; sleep 1; done
+     echo "${s:-no answer from systemctl}"; /usr/local/sbin/gpulab-apt-cache seed' \
     >"$work/$n" 2>&1 &
 done
 wait
