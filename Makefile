@@ -36,20 +36,32 @@ lab-fresh: image
 lab-down:
 	@bash lab/down.sh
 
+# `make lab V=1` shows every task's result and every check of the local selftest; by
+# default Ansible shows only what changed or failed, and the selftest's lines go to
+# build/validate/selftest-local.txt: the end of the output is the per-node table and one line.
+V ?=
+LAB_START := $(shell date +%s)
+LAB_ANSIBLE := $(if $(V),,ANSIBLE_DISPLAY_OK_HOSTS=false ANSIBLE_DISPLAY_SKIPPED_HOSTS=false) ansible-playbook
+
 # lab/standin.yml first: worker2's L4T marks (the Jetson stand-in), then what users run.
 converge: lab-up collection
-	ansible-playbook -i inventory/lab lab/standin.yml site.yml
+	$(LAB_ANSIBLE) -i inventory/lab lab/standin.yml site.yml
 
 lab: converge
-	@echo "==> [lab] validate: gpulab devices, selftest, example graphs and saxpy bench on every worker through Slurm"
-	ansible-playbook -i inventory/lab playbooks/validate.yml
 	@echo "==> [lab] NFS substitution: storage1 serves /srv/gpulab with nfs-ganesha; this kernel has no NFS client,"
 	@echo "    so lab/up.sh attaches the exported volume at /srv/gpulab on controller1 and the workers"
 	@echo "    (inventory/lab/group_vars/all/storage.yml: nfs_client_mode: bind); nfs_client and validate.yml"
 	@echo "    read it over NFS (libnfs nfs-cat) on every node and compare with the mount point."
+	@echo "==> [lab] validate: gpulab devices, selftest, example graphs and saxpy bench on every worker through Slurm"
+	$(LAB_ANSIBLE) -i inventory/lab playbooks/validate.yml
+	@echo "==> [lab] gpulab selftest on this machine"
+	@mkdir -p build/validate
+	@gpulab selftest >build/validate/selftest-local.txt 2>&1 || { cat build/validate/selftest-local.txt; exit 1; }
+	@$(if $(V),cat build/validate/selftest-local.txt,true)
 	@echo "==> [lab] results (build/validate/lab-report.md):"
 	@sed -n '/^| node/,/^$$/p' build/validate/lab-report.md
-	gpulab selftest
+	@echo "==> [lab] ready in $$(($$(date +%s) - $(LAB_START))) s: converged, validated through Slurm;" \
+	  "this machine's $$(tail -n 1 build/validate/selftest-local.txt) (build/validate/selftest-local.txt)"
 
 collection: setup
 	@bash scripts/build-collection.sh

@@ -20,7 +20,8 @@ done
 
 mirror=${GPULAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 security_mirror=${GPULAB_DEBIAN_SECURITY_MIRROR:-http://security.debian.org/debian-security}
-packages=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,iproute2,procps,ca-certificates
+# openssh-server: Ansible's connection into the containers (lab/rootfs/usr/local/sbin/gpulab-lab-sshd).
+packages=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,iproute2,procps,ca-certificates,openssh-server
 # Units that cannot work, or only get in the way, in an unprivileged container.
 masked_units=(
   getty.target console-getty.service getty@.service serial-getty@.service
@@ -48,6 +49,14 @@ recipe_hash=$(
 image=$repo:$recipe_hash
 # Lab and molecule containers bind-mount this directory (lab/rootfs/usr/local/sbin/gpulab-apt-cache).
 mkdir -p "${GPULAB_APT_CACHE:-/var/cache/gpulab/debs}"
+# This machine's key for Ansible's SSH connection into lab containers: made once, outside
+# the image, and handed to each connection (inventory/lab/group_vars/all/connection.yml).
+ssh_key=/var/cache/gpulab/lab-ssh/id_ed25519
+if [ ! -e "$ssh_key" ]; then
+  mkdir -p -m 0700 "${ssh_key%/*}"
+  ssh-keygen -q -t ed25519 -N '' -C gpulab-lab -f "$ssh_key"
+  step "made the lab's SSH key $ssh_key"
+fi
 
 if podman image exists "$image"; then
   podman tag "$image" "$repo:latest"
@@ -99,6 +108,12 @@ step "preparing the rootfs for systemd in a container"
 # An empty machine-id: systemd makes a new one at each container's first boot.
 : >"$rootfs/etc/machine-id"
 rm -f "$rootfs/var/lib/dbus/machine-id"
+# No sshd listens and no host key is shared by every container: gpulab-lab-sshd serves one
+# connection at a time on stdin and makes the container's host key on its first one.
+# Disabled, not masked: a test may still start ssh.service (systemctl enable --now ssh).
+rm -f "$rootfs"/etc/ssh/ssh_host_*_key "$rootfs"/etc/ssh/ssh_host_*_key.pub \
+  "$rootfs"/etc/systemd/system/multi-user.target.wants/ssh.service "$rootfs"/etc/systemd/system/sshd.service \
+  "$rootfs"/etc/systemd/system/sockets.target.wants/ssh.socket
 for unit in "${masked_units[@]}"; do
   ln -sfn /dev/null "$rootfs/etc/systemd/system/$unit"
 done

@@ -20,25 +20,31 @@ esac
 podman image exists "$LAB_IMAGE" || { echo "up.sh: image $LAB_IMAGE is missing: run 'make image'" >&2; exit 1; }
 mkdir -p "$LAB_APT_CACHE"
 
-# Why the running lab cannot be kept; empty when it can.
+# Why the running lab cannot be kept; empty when it can. One podman call reads every
+# container (each call costs a second or more on a busy 2-core machine).
 stale_reason() {
-  local image_id n c
+  local image_id n c line name image mounts caps devices
   image_id=$(podman image inspect --format '{{.Id}}' "$LAB_IMAGE")
   podman network exists "$LAB_NETWORK" || { echo "network $LAB_NETWORK is missing"; return; }
+  declare -A found=()
+  while IFS='|' read -r name image mounts caps devices; do
+    [ -n "$name" ] && found[$name]="$image|$mounts|$caps|$devices"
+  done < <(podman container inspect --format \
+    '{{.Name}}|{{.Image}}| {{range .Mounts}}{{.Destination}} {{end}}|{{.EffectiveCaps}}| {{range .HostConfig.Devices}}{{.PathInContainer}} {{end}}' \
+    "${LAB_NODES[@]/#/$LAB_PREFIX}" 2>/dev/null || true)
   for n in "${LAB_NODES[@]}"; do
     c=$LAB_PREFIX$n
-    podman container exists "$c" || { echo "$c is missing"; return; }
-    [ "$(podman inspect --format '{{.Image}}' "$c")" = "$image_id" ] \
-      || { echo "$c runs an older image than $LAB_IMAGE"; return; }
-    [[ " $(podman inspect --format '{{range .Mounts}}{{.Destination}} {{end}}' "$c") " == *" $LAB_SHARED_PATH "* ]] \
-      || { echo "$c has no shared volume at $LAB_SHARED_PATH"; return; }
+    [ -n "${found[$c]:-}" ] || { echo "$c is missing"; return; }
+    IFS='|' read -r image mounts caps devices <<<"${found[$c]}"
+    [ "$image" = "$image_id" ] || { echo "$c runs an older image than $LAB_IMAGE"; return; }
+    [[ "$mounts " == *" $LAB_SHARED_PATH "* ]] || { echo "$c has no shared volume at $LAB_SHARED_PATH"; return; }
   done
-  podman inspect --format '{{.EffectiveCaps}}' "$LAB_PREFIX$LAB_STORAGE_NODE" | grep -q CAP_DAC_READ_SEARCH \
+  IFS='|' read -r image mounts caps devices <<<"${found[$LAB_PREFIX$LAB_STORAGE_NODE]}"
+  [[ $caps == *CAP_DAC_READ_SEARCH* ]] \
     || { echo "$LAB_PREFIX$LAB_STORAGE_NODE lacks CAP_DAC_READ_SEARCH (nfs-ganesha needs it)"; return; }
-  local devices
-  devices=" $(podman inspect --format '{{range .HostConfig.Devices}}{{.PathInContainer}} {{end}}' "$LAB_PREFIX$LAB_STANDIN_NODE") "
+  IFS='|' read -r image mounts caps devices <<<"${found[$LAB_PREFIX$LAB_STANDIN_NODE]}"
   for n in "${LAB_STANDIN_DEVICES[@]}"; do
-    [[ $devices == *" $n "* ]] || { echo "$LAB_PREFIX$LAB_STANDIN_NODE lacks the stand-in's $n"; return; }
+    [[ "$devices " == *" $n "* ]] || { echo "$LAB_PREFIX$LAB_STANDIN_NODE lacks the stand-in's $n"; return; }
   done
   for c in $(podman ps -a --filter "label=$LAB_LABEL" --format '{{.Names}}'); do
     [[ " ${LAB_NODES[*]/#/$LAB_PREFIX} " == *" $c "* ]] || { echo "$c is not part of the lab any more"; return; }
@@ -69,10 +75,8 @@ create() {
 
 reason=$($fresh && echo "--fresh" || stale_reason)
 if [ -z "$reason" ]; then
-  stopped=()
-  for n in "${LAB_NODES[@]}"; do
-    [ "$(podman inspect --format '{{.State.Running}}' "$LAB_PREFIX$n")" = true ] || stopped+=("$LAB_PREFIX$n")
-  done
+  mapfile -t stopped < <(podman ps -a --filter "label=$LAB_LABEL" --filter status=created \
+    --filter status=exited --filter status=stopped --filter status=paused --format '{{.Names}}')
   if ((${#stopped[@]})) && ! podman start "${stopped[@]}" >/dev/null; then
     reason="${stopped[*]} would not start"
   elif ((${#stopped[@]})); then
@@ -86,8 +90,21 @@ if [ -n "$reason" ]; then
   create
 fi
 
+# Every node at once: wait for systemd, then seed its apt archive from the shared one
+# (one podman exec per node).
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 for n in "${LAB_NODES[@]}"; do
-  state=$(podman exec "$LAB_PREFIX$n" timeout 120 systemctl is-system-running --wait || true)
+  # A container just started may not have its system bus yet: ask again until it answers.
+  podman exec "$LAB_PREFIX$n" sh -c \
+    'for i in $(seq 30); do s=$(timeout 120 systemctl is-system-running --wait 2>/dev/null);
+       [ -n "$s" ] && break; sleep 1; done
+     echo "${s:-no answer from systemctl}"; /usr/local/sbin/gpulab-apt-cache seed' \
+    >"$work/$n" 2>&1 &
+done
+wait
+for n in "${LAB_NODES[@]}"; do
+  state=$(head -n1 "$work/$n")
   case "$state" in
     running) lab_step "$n: systemd running" ;;
     degraded)
@@ -95,6 +112,5 @@ for n in "${LAB_NODES[@]}"; do
       podman exec "$LAB_PREFIX$n" systemctl --failed --no-legend --plain | sed 's/^/      /' ;;
     *) echo "up.sh: systemd in $LAB_PREFIX$n did not boot (state '$state')" >&2; exit 1 ;;
   esac
-  podman exec "$LAB_PREFIX$n" /usr/local/sbin/gpulab-apt-cache seed
 done
 lab_step "up in $((SECONDS - start)) s: ${LAB_NODES[*]} (inventory: inventory/lab)"

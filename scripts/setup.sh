@@ -10,6 +10,8 @@ APT_PACKAGES=(
   # containers DNS by name (CNI, which podman falls back to without them, has none here);
   # netavark sets up the network's NAT with iptables but does not depend on it
   podman runc debootstrap uidmap slirp4netns netavark aardvark-dns iptables
+  # Ansible's SSH connection into the lab containers (inventory/lab/group_vars/all/connection.yml)
+  openssh-client
   # Vulkan: the loader, lavapipe (a CPU device), the GLSL compiler, vulkaninfo
   libvulkan1 mesa-vulkan-drivers glslc glslang-tools vulkan-tools vulkan-validationlayers
   # native libraries and their cross builds
