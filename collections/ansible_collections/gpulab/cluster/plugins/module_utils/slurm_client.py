@@ -2,9 +2,9 @@
 # MIT License (see galaxy.yml)
 """Slurm's client commands as argument lists, and what their output says about jobs and GRES.
 
-The one Slurm client of gpulab: `gpulab submit` imports it as gpulab.submit.slurm_client and
-the gpulab.cluster collection ships a byte-identical copy as module_utils/slurm_client.py
-(scripts/build-collection.sh copies it), so it uses the standard library only and runs no
+The one Slurm client of gpulab: this file, the collection's module_utils/slurm_client.py, is
+also the payload's gpulab.submit.slurm_client (payload/src/gpulab/submit/slurm_client.py is a
+link here, resolved when the wheel is built), so it uses the standard library only and runs no
 command itself. Pinned on output captured from Slurm 22.05 (Debian 12) and 24.11 (Debian 13).
 """
 
