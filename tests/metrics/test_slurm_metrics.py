@@ -7,6 +7,7 @@ from datetime import datetime
 
 from gpulab.metrics import render
 from gpulab.metrics import slurm as slurm_metrics
+from gpulab.submit import slurm_client
 from gpulab.submit.transport import CommandResult, Unreachable
 
 from tests.metrics.promtext import labels, parse
@@ -44,9 +45,9 @@ def runner(outputs: dict[str, str | None]) -> slurm_metrics.Runner:
 
 def answers(nodes: str | None = NODES, jobs: str | None = JOBS) -> dict[str, str | None]:
     return {
-        " ".join(slurm_metrics.SINFO_NODES): nodes,
-        " ".join(slurm_metrics.SINFO_PARTITIONS): PARTITIONS,
-        " ".join(slurm_metrics.SQUEUE_JOBS): jobs,
+        " ".join(slurm_client.sinfo_nodes_argv()): nodes,
+        " ".join(slurm_client.sinfo_partitions_argv()): PARTITIONS,
+        " ".join(slurm_client.squeue_all_argv()): jobs,
     }
 
 
@@ -117,11 +118,11 @@ def test_output_captured_from_slurm_22_05() -> None:
     health check while one job ran and two waited."""
     samples = collected(
         {
-            " ".join(slurm_metrics.SINFO_NODES): (
+            " ".join(slurm_client.sinfo_nodes_argv()): (
                 "mon-worker|draining|gpulab-health: saxpy: 3 of 1024 elements wrong (device 0)\n"
             ),
-            " ".join(slurm_metrics.SINFO_PARTITIONS): "main\n",
-            " ".join(slurm_metrics.SQUEUE_JOBS): (
+            " ".join(slurm_client.sinfo_partitions_argv()): "main\n",
+            " ".join(slurm_client.squeue_all_argv()): (
                 "main|PENDING|2026-12-03T19:58:07\n"
                 "main|PENDING|2026-12-03T19:59:07\n"
                 "main|RUNNING|2026-12-03T19:57:07\n"

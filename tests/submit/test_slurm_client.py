@@ -363,3 +363,36 @@ SINFO = "main* (null)\nmain* gpu:h200:2(S:0)\ncpu (null)\n"
 @pytest.mark.parametrize(("partition", "gpus"), [(None, 2), ("main", 2), ("cpu", 0), ("nope", 0)])
 def test_partition_gpu_count(partition: str | None, gpus: int) -> None:
     assert slurm_client.partition_gpu_count(SINFO, partition) == gpus
+
+
+# Slurm 22.05: sinfo_nodes_argv while the health check drained one worker, another was not
+# answering and a third was in two partitions.
+SINFO_NODES_2205 = (
+    "worker1|idle|none\n"
+    "worker2|draining|gpulab-health: saxpy: 3 of 1024 elements wrong (device 0)\n"
+    "worker3|down*|Not responding\n"
+    "worker1|idle|none\n"
+    "worker4|mixed-|none\n"
+)
+
+
+def test_node_states_keep_the_base_state_the_answer_and_the_reason() -> None:
+    assert slurm_client.parse_node_states(SINFO_NODES_2205) == [
+        slurm_client.NodeState("worker1", "idle", True, ""),
+        slurm_client.NodeState(
+            "worker2", "draining", True, "gpulab-health: saxpy: 3 of 1024 elements wrong (device 0)"
+        ),
+        slurm_client.NodeState("worker3", "down", False, "Not responding"),
+        slurm_client.NodeState("worker4", "mixed", True, ""),
+    ]
+
+
+def test_queued_jobs_name_every_partition_and_their_submit_time() -> None:
+    jobs = slurm_client.parse_queued_jobs(
+        "main|RUNNING|2026-12-03T19:57:07\ndebug,main|PENDING|N/A\nnot a job line\n"
+    )
+    assert [(j.partitions, j.state) for j in jobs] == [
+        (("main",), "running"),
+        (("debug", "main"), "pending"),
+    ]
+    assert jobs[0].submitted is not None and jobs[1].submitted is None

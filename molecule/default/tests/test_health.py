@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 from conftest import Cluster
+from gpulab.submit.slurm_client import parse_node_states, sinfo_nodes_argv
 from testinfra.host import Host
 
 PROGRAM_DEFAULT = "/usr/local/sbin/gpulab-healthcheck"
@@ -40,8 +42,6 @@ def test_the_program_passes_on_a_healthy_worker(cluster: Cluster, worker: str) -
 
 
 def test_no_worker_is_drained_by_the_check(cluster: Cluster, controller: Host) -> None:
-    reasons = controller.check_output("sinfo --noheader --Node --format='%N|%T|%E'")
-    for line in reasons.splitlines():
-        node, state, reason = line.split("|", 2)
-        assert not reason.startswith("gpulab-health:"), f"{node} is {state}: {reason}"
-        assert "drain" not in state, f"{node} is {state}: {reason}"
+    for node in parse_node_states(controller.check_output(shlex.join(sinfo_nodes_argv()))):
+        assert not node.reason.startswith("gpulab-health:"), f"{node.node}: {node.reason}"
+        assert "drain" not in node.state, f"{node.node} is {node.state}: {node.reason}"

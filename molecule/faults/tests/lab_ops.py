@@ -18,6 +18,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from gpulab.submit.slurm_client import parse_node_states, sinfo_nodes_argv
+
 from lab.cluster_under_test import Cluster, wait_for
 
 # States after which Slurm will not run the job again.
@@ -89,15 +91,13 @@ class Lab:
 
     # --- Slurm's view of the nodes ------------------------------------------------
     def node_states(self) -> dict[str, tuple[str, str]]:
-        """{NodeName: (state, reason)} from sinfo; a trailing * means not responding."""
-        done = self.run(
-            self.cluster.controller, "sinfo --noheader --Node --format='%N|%T|%E'", check=False
-        )
-        states: dict[str, tuple[str, str]] = {}
-        for line in done.stdout.splitlines():
-            name, state, reason = line.split("|", 2)
-            states[name] = (state, "" if reason == "none" else reason)
-        return states
+        """{NodeName: (state, reason)} from sinfo: the base state, with a trailing * when the
+        node's slurmd does not answer."""
+        done = self.run(self.cluster.controller, shlex.join(sinfo_nodes_argv()), check=False)
+        return {
+            node.node: (node.state + ("" if node.responding else "*"), node.reason)
+            for node in parse_node_states(done.stdout)
+        }
 
     @staticmethod
     def in_service(state: str) -> bool:

@@ -43,7 +43,9 @@ def _devices() -> list[DeviceFacts]:
 
 def measure_bandwidth(device: int, elements: int) -> dict[str, float]:
     """Bytes per second of copy and saxpy on `elements` floats, by `gpulab bench` (its JSON
-    rows are the contract's); empty when the benchmark fails or takes over BENCH_TIMEOUT_S."""
+    rows are the contract's); empty when the benchmark fails or takes over BENCH_TIMEOUT_S.
+    A child process, not gpulab.diagnostics.bench in this one: a device that hangs a kernel
+    costs this collector the timeout, not its life."""
     with tempfile.TemporaryDirectory(prefix="gpulab-metrics-") as folder:
         rows_file = Path(folder) / "bench.json"
         argv = [

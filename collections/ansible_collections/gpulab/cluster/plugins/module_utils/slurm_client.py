@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 # States after which a job never changes again (squeue, sacct and scontrol spell them alike).
@@ -39,6 +40,7 @@ SINFO_PARTITION_GRES = "%P %G"
 # Slurm's word for "nothing" in scontrol and sinfo fields.
 _UNSET = ("", "(null)", "None assigned", "N/A")
 _FIELD = re.compile(r"(\w+)=(\S*)")
+_BASE_STATE = re.compile(r"^([a-z_]+)")
 _DETAIL = re.compile(r"\([^)]*\)")
 
 
@@ -157,6 +159,22 @@ def sinfo_gres_argv(partition: str | None = None, *, sinfo: str = "sinfo") -> li
     """The GRES of the partition's nodes (every partition's when None)."""
     argv = [sinfo, "--noheader", f"--format={SINFO_PARTITION_GRES}"]
     return argv if partition is None else [*argv, f"--partition={partition}"]
+
+
+def sinfo_nodes_argv(*, sinfo: str = "sinfo") -> list[str]:
+    """Every node's state, one "NAME|STATE|REASON" line per node and partition: the long state
+    with its flags ("*": not responding), the reason last since it may hold "|"."""
+    return [sinfo, "--noheader", "--Node", "--format=%N|%T|%E"]
+
+
+def sinfo_partitions_argv(*, sinfo: str = "sinfo") -> list[str]:
+    """Every partition's name, one a line, also those without nodes or jobs."""
+    return [sinfo, "--noheader", "--format=%R"]
+
+
+def squeue_all_argv(*, squeue: str = "squeue") -> list[str]:
+    """Everybody's jobs, array tasks one by one: "PARTITIONS|STATE|SUBMIT_TIME" (local time)."""
+    return [squeue, "--noheader", "--all", "--array", "--format=%P|%T|%V"]
 
 
 # --- output ---------------------------------------------------------------------------------
@@ -304,3 +322,66 @@ def partition_gpu_count(text: str, partition: str | None = None) -> int:
         if (name.rstrip("*") == partition) if partition else name.endswith("*"):
             counts.append(gres_gpu_count(gres))
     return max(counts)
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """One node as sinfo_nodes_argv reports it: the base state in lower case ("idle",
+    "drained", ...), whether slurmd answers, the reason ("" for none)."""
+
+    node: str
+    state: str
+    responding: bool
+    reason: str
+
+
+def parse_node_states(text: str) -> list[NodeState]:
+    """sinfo_nodes_argv's output, one entry per node (a node in several partitions appears once)."""
+    nodes: dict[str, NodeState] = {}
+    for line in text.splitlines():
+        fields = line.split("|", 2)
+        if len(fields) < 2 or not fields[0]:
+            continue
+        long_state = fields[1].strip().lower()
+        base = _BASE_STATE.match(long_state)
+        reason = fields[2].strip() if len(fields) > 2 else ""
+        nodes.setdefault(
+            fields[0],
+            NodeState(
+                node=fields[0],
+                state=base.group(1) if base else "unknown",
+                responding="*" not in long_state,
+                reason="" if reason == "none" else reason,
+            ),
+        )
+    return list(nodes.values())
+
+
+@dataclass(frozen=True)
+class QueuedJob:
+    """One job (or array task) from squeue_all_argv: the partitions it may run in, its state in
+    lower case, its submit time in seconds since the epoch (None when unset)."""
+
+    partitions: tuple[str, ...]
+    state: str
+    submitted: float | None
+
+
+def _timestamp(text: str) -> float | None:
+    # squeue's %V: local time, ISO 8601.
+    try:
+        return datetime.fromisoformat(text.strip()).timestamp()
+    except ValueError:
+        return None
+
+
+def parse_queued_jobs(text: str) -> list[QueuedJob]:
+    """squeue_all_argv's output; a pending job that names several partitions is in each."""
+    jobs = []
+    for line in text.splitlines():
+        fields = line.split("|")
+        if len(fields) != 3 or not fields[0]:
+            continue
+        partitions = tuple(p for p in fields[0].split(",") if p)
+        jobs.append(QueuedJob(partitions, fields[1].strip().lower(), _timestamp(fields[2])))
+    return jobs
