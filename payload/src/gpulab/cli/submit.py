@@ -10,8 +10,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gpulab.backends import BACKENDS
-from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
+from gpulab.cli.arguments import add_backend, add_graph
+from gpulab.cli.errors import (
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_UNAVAILABLE,
+)
 from gpulab.cli.graph_errors import guarded
 from gpulab.cli.output import say, write_json
 from gpulab.cli.run import memory_size
@@ -32,9 +38,8 @@ from gpulab.submit import (
     wait_for_result,
 )
 
+SHARED_DIR_ENV = "GPULAB_SHARED_DIR"
 _SSH_ONLY = ("port", "identity", "known_hosts")
-# The shell's status for a command stopped by Ctrl-C (128 + SIGINT).
-EXIT_INTERRUPTED = 130
 
 
 def _seconds(text: str) -> float:
@@ -69,7 +74,7 @@ def add_parser(commands: Any) -> None:
         "sbatch is on PATH, else on --host over SSH (host keys are checked against "
         "known_hosts; unknown hosts are refused).",
     )
-    parser.add_argument("graph", metavar="GRAPH.json")
+    add_graph(parser)
     parser.add_argument("--host", metavar="USER@HOST", help="the Slurm controller, over SSH")
     parser.add_argument("--port", type=_port, metavar="N", help="SSH port (default 22)")
     parser.add_argument("--identity", metavar="KEY", help="SSH private key (default: agent)")
@@ -80,7 +85,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--partition", metavar="P", help="Slurm partition")
     parser.add_argument("--nodelist", metavar="N", help="Slurm nodes to run on")
-    parser.add_argument("--backend", choices=BACKENDS, default="auto")
+    add_backend(parser)
     parser.add_argument(
         "--gpus",
         type=_gpus,
@@ -92,9 +97,9 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--shared-dir",
         metavar="DIR",
-        default=os.environ.get("GPULAB_SHARED_DIR", DEFAULT_SHARED_DIR),
+        default=os.environ.get(SHARED_DIR_ENV, DEFAULT_SHARED_DIR),
         help="job directories go here; the workers must see it at the same path "
-        f"(default $GPULAB_SHARED_DIR or {DEFAULT_SHARED_DIR})",
+        f"(default ${SHARED_DIR_ENV} or {DEFAULT_SHARED_DIR})",
     )
     parser.add_argument(
         "--gpulab",
