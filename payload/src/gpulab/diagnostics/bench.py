@@ -40,6 +40,8 @@ TARGET_SECONDS = 0.05
 """Each timed submission aims at about this much GPU work (repeats are chosen to match)."""
 MAX_REPEAT = 200
 OVERHEAD_DISPATCHES = 1000
+PLOT_EXTRA = "plot"
+"""The optional dependencies (payload/pyproject.toml) that bring what --plot imports."""
 
 
 class _ReusedScratch:
@@ -420,7 +422,7 @@ def _require_matplotlib() -> None:
         importlib.import_module("matplotlib")
     except ImportError:
         raise BackendUnavailable(
-            "--plot needs matplotlib, which is not installed (pip install matplotlib)"
+            f"--plot needs matplotlib, which is not installed: pip install 'gpulab[{PLOT_EXTRA}]'"
         ) from None
 
 
