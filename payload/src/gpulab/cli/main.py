@@ -11,6 +11,7 @@ from gpulab._version import __version__
 from gpulab.backends.errors import failed_errors, unavailable_errors
 from gpulab.cli import (
     bench,
+    completion,
     devices,
     health,
     memory,
@@ -24,7 +25,19 @@ from gpulab.cli import (
 from gpulab.cli.epilog import epilog
 from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
 
-COMMANDS = (devices, memory, selftest, run, validate, schema, bench, health, submit, metrics)
+COMMANDS = (
+    devices,
+    memory,
+    selftest,
+    run,
+    validate,
+    schema,
+    bench,
+    health,
+    submit,
+    metrics,
+    completion,
+)
 """Each registers its parser and handler; a handler imports what its command needs (Vulkan,
 kernels, numpy) only when it runs, so `gpulab --help` and the light commands start fast."""
 
