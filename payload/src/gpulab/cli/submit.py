@@ -26,20 +26,19 @@ from gpulab.submit import (
     JobFailed,
     JobOptions,
     LocalTransport,
-    SshTarget,
     SshTransport,
     SubmitRejected,
     Transport,
     Unreachable,
     WaitTimedOut,
-    parse_target,
     prepare,
+    resolve_target,
     submit,
     wait_for_result,
 )
 
 SHARED_DIR_ENV = "GPULAB_SHARED_DIR"
-_SSH_ONLY = ("port", "identity", "known_hosts")
+_SSH_ONLY = ("port", "identity", "known_hosts", "ssh_config")
 
 
 def _seconds(text: str) -> float:
@@ -71,17 +70,36 @@ def add_parser(commands: Any) -> None:
         help="run a graph as a Slurm job, here or on the controller over SSH",
         description="Validate GRAPH.json here, stage it on the shared storage, submit it with "
         "sbatch and, with --wait, print the job's result JSON. Slurm's commands run here when "
-        "sbatch is on PATH, else on --host over SSH (host keys are checked against "
-        "known_hosts; unknown hosts are refused).",
+        "sbatch is on PATH, else on --host over SSH. The host may be an alias of ~/.ssh/config: "
+        "OpenSSH's `ssh -G` resolves it (HostName, User, Port, IdentityFile, UserKnownHostsFile, "
+        "ProxyJump, ProxyCommand) and the flags given here win, as with ssh. Host keys are "
+        "checked against known_hosts; unknown hosts are refused.",
     )
     add_graph(parser)
-    parser.add_argument("--host", metavar="USER@HOST", help="the Slurm controller, over SSH")
-    parser.add_argument("--port", type=_port, metavar="N", help="SSH port (default 22)")
-    parser.add_argument("--identity", metavar="KEY", help="SSH private key (default: agent)")
+    parser.add_argument(
+        "--host",
+        metavar="USER@HOST",
+        help="the Slurm controller, over SSH: [USER@]HOST or [USER@]ALIAS of ~/.ssh/config",
+    )
+    parser.add_argument(
+        "--port", type=_port, metavar="N", help="SSH port (default: the config's Port, else 22)"
+    )
+    parser.add_argument(
+        "--identity",
+        metavar="KEY",
+        help="the only SSH private key to try (default: the agent, then the config's "
+        "IdentityFile, else ~/.ssh's keys)",
+    )
     parser.add_argument(
         "--known-hosts",
         metavar="FILE",
-        help="known_hosts file holding the host's key (default ~/.ssh/known_hosts)",
+        help="known_hosts file holding the host's key (default: the config's "
+        "UserKnownHostsFile, else ~/.ssh/known_hosts)",
+    )
+    parser.add_argument(
+        "--ssh-config",
+        metavar="FILE",
+        help="read this SSH config file instead of ~/.ssh/config (as ssh -F)",
     )
     parser.add_argument("--partition", metavar="P", help="Slurm partition")
     parser.add_argument("--nodelist", metavar="N", help="Slurm nodes to run on")
@@ -145,8 +163,8 @@ def _transport(args: argparse.Namespace) -> Transport:
         if not LocalTransport.available():
             raise Unreachable("sbatch is not on PATH here: pass --host USER@CONTROLLER")
         return LocalTransport()
-    user, host = parse_target(args.host)
-    return SshTransport(SshTarget(host, user, args.port or 22, args.identity, args.known_hosts))
+    target = resolve_target(args.host, args.port, args.identity, args.known_hosts, args.ssh_config)
+    return SshTransport(target)
 
 
 def _write(document: dict[str, Any], output: str | None) -> int:
