@@ -114,6 +114,7 @@ class _WatchedSocket(socket.socket):
     first = b""
     proxy: subprocess.Popen[bytes] | None = None
     proxy_stderr: Any = None
+    proxy_error: str | None = None
 
     def recv(self, bufsize: int, flags: int = 0) -> bytes:
         data = super().recv(bufsize, flags)
@@ -122,26 +123,33 @@ class _WatchedSocket(socket.socket):
         return data
 
     def proxy_failure(self) -> str | None:
-        """The proxy command's last stderr line once it has failed, else None."""
-        if self.proxy is None:
-            return None
-        try:
-            status = self.proxy.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            return None
-        if status == 0:
-            return None
-        self.proxy_stderr.seek(0)
-        lines = self.proxy_stderr.read().decode("utf-8", "replace").strip().splitlines()
-        return lines[-1] if lines else f"exit status {status}"
+        """The proxy command's last stderr line (or its exit status) when it ended by itself,
+        else None; it is given a moment to end, then stopped (the connection through it has
+        failed anyway)."""
+        self._end_proxy(wait_s=2.0)
+        return self.proxy_error
 
     def close(self) -> None:
         super().close()
+        self._end_proxy(wait_s=0.0)
+
+    def _end_proxy(self, wait_s: float) -> None:
         proxy, self.proxy = self.proxy, None
-        if proxy is not None:
+        if proxy is None:
+            return
+        try:
+            status = proxy.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
             proxy.terminate()
-            proxy.wait()
+            status = proxy.wait()
+            # Stopped here: whatever it wrote is not why the connection failed.
             self.proxy_stderr.close()
+            return
+        self.proxy_stderr.seek(0)
+        text = self.proxy_stderr.read().decode("utf-8", "replace").strip()
+        self.proxy_stderr.close()
+        # Ended by itself, before or while SSH was set up: never worth another attempt.
+        self.proxy_error = (text.splitlines() or [f"it ended, exit status {status}"])[-1]
 
 
 def _watched(plain: socket.socket, target: SshTarget) -> _WatchedSocket:

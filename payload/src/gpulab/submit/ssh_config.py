@@ -165,6 +165,7 @@ def resolve_target(
             f"--host {text}: {shlex.join(argv)} took over {RESOLVE_TIMEOUT_S:g} s"
         ) from None
     if done.returncode != 0:
-        reason = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+        # Its first line names the file and line; the last only says it stopped.
+        reason = done.stderr.strip().splitlines()[:1] or [f"exit status {done.returncode}"]
         raise ValueError(f"--host {text}: {shlex.join(argv)}: {reason[0]}")
     return target_from_settings(alias, parse_ssh_g(done.stdout), identity, known_hosts, config)
