@@ -141,7 +141,7 @@ class _WatchedSocket(socket.socket):
             status = proxy.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:
             proxy.terminate()
-            status = proxy.wait()
+            proxy.wait()
             # Stopped here: whatever it wrote is not why the connection failed.
             self.proxy_stderr.close()
             return
@@ -175,7 +175,6 @@ def _open_proxy(target: SshTarget) -> _WatchedSocket:
             stdin=theirs.fileno(),
             stdout=theirs.fileno(),
             stderr=stderr,
-            start_new_session=True,
         )
     except OSError as exc:
         ours.close()
