@@ -75,3 +75,28 @@ def test_a_graph_completes_as_a_file_name(script: Path, tmp_path: Path) -> None:
     (tmp_path / "sum.json").write_text("{}")
     assert complete(script, "run", "--backend", "cpu", "sa", cwd=tmp_path) == ["saxpy.json"]
     assert sorted(complete(script, "validate", "s", cwd=tmp_path)) == ["saxpy.json", "sum.json"]
+
+
+BASH_COMPLETION = Path("/usr/share/bash-completion/bash_completion")
+
+
+@pytest.mark.skipif(not BASH_COMPLETION.exists(), reason="the bash-completion package is missing")
+def test_host_completes_from_the_ssh_config_with_bash_completion(
+    script: Path, tmp_path: Path
+) -> None:
+    """bash-completion's _known_hosts_real reads ~/.ssh/config's Host lines (HOME here)."""
+    (tmp_path / ".ssh").mkdir()
+    (tmp_path / ".ssh" / "config").write_text("Host lab-controller\n    HostName 10.0.0.5\n")
+    program = (
+        f"source {BASH_COMPLETION} && source '{script}' && "
+        "COMP_WORDS=(gpulab submit g.json --host lab-) && COMP_CWORD=4 && "
+        '_gpulab 2>/dev/null; printf "%s\\n" "${COMPREPLY[@]}"'
+    )
+    done = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", program],
+        capture_output=True,
+        text=True,
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        check=True,
+    )
+    assert done.stdout.split() == ["lab-controller"]

@@ -18,6 +18,11 @@ SHELLS = ("bash",)
 _PATH_WORDS = ("FILE", "DIR", "KEY", "PATH", "OUT", ".JSON", ".PNG", ".PROM")
 """A metavar with one of these names a file, so its value completes as a file name."""
 _FILES = 'compopt -o filenames; COMPREPLY=($(compgen -f -- "$cur"))'
+# The hosts of ~/.ssh/config and known_hosts, where the bash-completion package is loaded.
+_HOSTS = (
+    "COMPREPLY=(); if declare -F _known_hosts_real >/dev/null; "
+    'then _known_hosts_real -a -- "$cur"; fi'
+)
 
 
 def add_parser(commands: Any) -> None:
@@ -56,6 +61,8 @@ def _value_words(action: argparse.Action) -> str:
         return f'COMPREPLY=($(compgen -W {words} -- "$cur"))'
     if _takes_files(action):
         return _FILES
+    if "HOST" in str(action.metavar):
+        return _HOSTS
     return "COMPREPLY=()"
 
 
