@@ -4,6 +4,7 @@ directly, by an alias of an SSH config file, through a ProxyCommand and through 
 
 from __future__ import annotations
 
+import shutil
 import socket
 import struct
 import subprocess
@@ -247,10 +248,7 @@ def _ssh_config(keys: Keys, port: int, extra: str = "") -> str:
     return str(path)
 
 
-needs_ssh = pytest.mark.skipif(
-    subprocess.run(["sh", "-c", "command -v ssh"], capture_output=True, check=False).returncode,
-    reason="OpenSSH's ssh is missing",
-)
+needs_ssh = pytest.mark.skipif(shutil.which("ssh") is None, reason="OpenSSH's ssh is missing")
 
 
 @needs_ssh
