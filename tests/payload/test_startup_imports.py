@@ -41,8 +41,14 @@ def heavy(modules: list[str]) -> list[str]:
 
 @pytest.mark.parametrize(
     "argv",
-    [("--help",), ("run", "--help"), ("bench", "--help"), ("validate", str(EXAMPLE))],
-    ids=["help", "run-help", "bench-help", "validate"],
+    [
+        ("--help",),
+        ("run", "--help"),
+        ("bench", "--help"),
+        ("validate", str(EXAMPLE)),
+        ("completion", "bash"),
+    ],
+    ids=["help", "run-help", "bench-help", "validate", "completion"],
 )
 def test_light_commands_load_no_device_code(argv: tuple[str, ...]) -> None:
     code, modules = loaded_by(*argv)

@@ -28,6 +28,7 @@ def test_exports_are_pinned() -> None:
         "fetch_result",
         "parse_target",
         "prepare",
+        "resolve_target",
         "submit",
         "wait",
         "wait_for_result",

@@ -1,8 +1,10 @@
 """SSH to servers on 127.0.0.1 that misbehave like real ones: a port that speaks HTTP, sshd
-dropping connections under load (MaxStartups), then a real SSH server (paramiko's)."""
+dropping connections under load (MaxStartups), then a real SSH server (paramiko's), reached
+directly, by an alias of an SSH config file, through a ProxyCommand and through a jump host."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import struct
 import subprocess
@@ -11,9 +13,10 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
-from gpulab.submit import SshTarget, SshTransport, Unreachable
+from gpulab.submit import SshTarget, SshTransport, Unreachable, resolve_target
 
 paramiko = pytest.importorskip("paramiko", reason="paramiko (gpulab[submit]) is missing")
 
@@ -93,8 +96,12 @@ class Keys:
     identity: Path
     folder: Path
 
+    def known_hosts_path(self, port: int) -> Path:
+        return self.folder / f"known_hosts-{port}"
+
     def known_hosts(self, port: int) -> Path:
-        path = self.folder / f"known_hosts-{port}"
+        """A known_hosts file with the host's key for 127.0.0.1:port (written anew)."""
+        path = self.known_hosts_path(port)
         path.write_text(f"[127.0.0.1]:{port} ssh-rsa {self.host.get_base64()}\n")
         return path
 
@@ -209,3 +216,150 @@ def test_handshakes_dropped_every_time_give_up_with_one_line(
     assert message.endswith("(sshd MaxStartups): try again later")
     assert "\n" not in message
     assert server.connections == 3
+
+
+# ~/.ssh/config (a file given as ssh -F): the alias resolved by OpenSSH's `ssh -G`, then
+# reached directly, through a ProxyCommand, and through a ProxyJump that the system's ssh runs.
+
+RELAY = """
+import socket, sys, threading
+marker, host, port = sys.argv[1:]
+open(marker, "w").write(f"{host}:{port}")
+conn = socket.create_connection((host, int(port)))
+def upstream():
+    while data := sys.stdin.buffer.read1(65536):
+        conn.sendall(data)
+    conn.shutdown(socket.SHUT_WR)
+threading.Thread(target=upstream, daemon=True).start()
+while data := conn.recv(65536):
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+"""
+"""A ProxyCommand: copies stdin and stdout to HOST:PORT and leaves a marker that it ran."""
+
+
+def _ssh_config(keys: Keys, port: int, extra: str = "") -> str:
+    path = keys.folder / f"config-{port}"
+    path.write_text(
+        f"Host lab\n    HostName 127.0.0.1\n    Port {port}\n    User gpulab\n{extra}"
+        f"Host *\n    IdentityFile {keys.identity}\n"
+        f"    UserKnownHostsFile {keys.known_hosts(port)}\n    BatchMode yes\n"
+    )
+    return str(path)
+
+
+needs_ssh = pytest.mark.skipif(shutil.which("ssh") is None, reason="OpenSSH's ssh is missing")
+
+
+@needs_ssh
+def test_an_alias_of_the_ssh_config_reaches_its_server(
+    serve: Callable[..., Server], keys: Keys
+) -> None:
+    server = serve(ssh_server(keys))
+    target = resolve_target("lab", config=_ssh_config(keys, server.port))
+    with SshTransport(target) as transport:
+        done = transport.run(["sinfo", "--json"])
+    assert (done.returncode, done.stdout) == (0, "sinfo --json\n")
+    assert transport.where == f"lab (gpulab@127.0.0.1:{server.port})"
+
+
+@needs_ssh
+def test_the_cli_names_the_alias_and_the_host_it_resolved_to(
+    serve: Callable[..., Server], keys: Keys
+) -> None:
+    server = serve(http)
+    argv = [sys.executable, "-m", "gpulab", "submit", GRAPH, "--host", "lab"]
+    flags = ["--ssh-config", _ssh_config(keys, server.port)]
+    done = subprocess.run([*argv, *flags], capture_output=True, text=True, check=False)
+    assert done.returncode == 3
+    assert done.stderr.startswith(
+        f"gpulab: lab (gpulab@127.0.0.1:{server.port}): the server there speaks no SSH"
+    )
+
+
+@needs_ssh
+def test_a_proxy_command_carries_the_connection(
+    serve: Callable[..., Server], keys: Keys, tmp_path: Path
+) -> None:
+    server = serve(ssh_server(keys))
+    relay, marker = tmp_path / "relay.py", tmp_path / "relayed"
+    relay.write_text(RELAY)
+    proxy = f"    ProxyCommand {sys.executable} {relay} {marker} %h %p\n"
+    target = resolve_target("lab", config=_ssh_config(keys, server.port, proxy))
+    with SshTransport(target) as transport:
+        done = transport.run(["squeue"])
+    assert done.stdout == "squeue\n"
+    assert marker.read_text() == f"127.0.0.1:{server.port}"
+
+
+@needs_ssh
+def test_a_failing_proxy_command_is_one_line_with_its_reason(
+    serve: Callable[..., Server], keys: Keys
+) -> None:
+    server = serve(ssh_server(keys))
+    proxy = "    ProxyCommand sh -c 'echo bastion: no route to %h >&2; exit 1'\n"
+    target = resolve_target("lab", config=_ssh_config(keys, server.port, proxy))
+    with pytest.raises(Unreachable) as failure:
+        SshTransport(target)
+    assert str(failure.value).endswith("failed: bastion: no route to 127.0.0.1")
+    assert server.connections == 0
+
+
+class _Bastion(_EchoServer):
+    """Also opens direct-tcpip channels (what `ssh -W` and ProxyJump ask a jump host for)."""
+
+    def __init__(self, client_key: paramiko.PKey) -> None:
+        super().__init__(client_key)
+        self.destinations: dict[int, tuple[str, int]] = {}
+
+    def check_channel_direct_tcpip_request(
+        self, chanid: int, origin: tuple[str, int], destination: tuple[str, int]
+    ) -> int:
+        self.destinations[chanid] = destination
+        return paramiko.OPEN_SUCCEEDED
+
+
+def _pipe(source: Any, sink: Any) -> None:
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+    except OSError:
+        pass
+    finally:
+        sink.close()
+
+
+def bastion(keys: Keys, jumps: list[tuple[str, int]]) -> Behaviour:
+    """A jump host: relays each direct-tcpip channel to its destination (listed in jumps)."""
+
+    def behaviour(conn: socket.socket) -> None:
+        transport = paramiko.Transport(conn)
+        transport.add_server_key(keys.host)
+        server = _Bastion(keys.client)
+        transport.start_server(server=server)
+        while (channel := transport.accept(30)) is not None:
+            destination = server.destinations[channel.get_id()]
+            jumps.append(destination)
+            onward = socket.create_connection(destination)
+            threading.Thread(target=_pipe, args=(channel, onward), daemon=True).start()
+            threading.Thread(target=_pipe, args=(onward, channel), daemon=True).start()
+
+    return behaviour
+
+
+@needs_ssh
+def test_proxyjump_runs_through_the_jump_host_with_the_system_ssh(
+    serve: Callable[..., Server], keys: Keys
+) -> None:
+    controller = serve(ssh_server(keys))
+    jumps: list[tuple[str, int]] = []
+    jump = serve(bastion(keys, jumps))
+    path = _ssh_config(keys, controller.port, f"    ProxyJump gpulab@127.0.0.1:{jump.port}\n")
+    # The jump host's key goes into the same known_hosts file as the controller's.
+    with keys.known_hosts_path(controller.port).open("a") as known:
+        known.write(f"[127.0.0.1]:{jump.port} ssh-rsa {keys.host.get_base64()}\n")
+    target = resolve_target("lab", config=path)
+    with SshTransport(target) as transport:
+        done = transport.run(["sbatch", "--parsable"])
+    assert done.stdout == "sbatch --parsable\n"
+    assert jumps == [("127.0.0.1", controller.port)]

@@ -16,7 +16,14 @@ from gpulab.diagnostics.bench_ops import ALL_OPS, DEFAULT_OPS, BenchOptions, par
 def add_parser(commands: Any) -> None:
     """Register `bench` on the subcommand parsers."""
     parser = commands.add_parser("bench", help="bandwidth of every op on a Vulkan device")
-    parser.add_argument("--ops", nargs="+", choices=ALL_OPS, default=list(DEFAULT_OPS))
+    parser.add_argument(
+        "--ops",
+        nargs="+",
+        choices=ALL_OPS,
+        default=list(DEFAULT_OPS),
+        metavar="OP",
+        help=f"the ops to measure, of {', '.join(ALL_OPS)} (default: {' '.join(DEFAULT_OPS)})",
+    )
     parser.add_argument(
         "--sizes",
         nargs="+",
@@ -33,7 +40,9 @@ def add_parser(commands: Any) -> None:
         default=[],
         help="matmul also at these m x k by k x n products (with --ops matmul)",
     )
-    parser.add_argument("--backend", choices=["vulkan"], default="vulkan")
+    parser.add_argument(
+        "--backend", choices=["vulkan"], default="vulkan", help="only vulkan is measured"
+    )
     add_device(parser, "the GPU Slurm allocated to the job, else 0")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the rows as JSON")
     parser.add_argument("--plot", type=Path, metavar="OUT.png", help="GB/s against size per op")

@@ -11,6 +11,7 @@ from gpulab._version import __version__
 from gpulab.backends.errors import failed_errors, unavailable_errors
 from gpulab.cli import (
     bench,
+    completion,
     devices,
     health,
     memory,
@@ -21,16 +22,34 @@ from gpulab.cli import (
     submit,
     validate,
 )
+from gpulab.cli.epilog import epilog
 from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
 
-COMMANDS = (devices, memory, selftest, run, validate, schema, bench, health, submit, metrics)
+COMMANDS = (
+    devices,
+    memory,
+    selftest,
+    run,
+    validate,
+    schema,
+    bench,
+    health,
+    submit,
+    metrics,
+    completion,
+)
 """Each registers its parser and handler; a handler imports what its command needs (Vulkan,
 kernels, numpy) only when it runs, so `gpulab --help` and the light commands start fast."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand (argparse exits 2 on bad flags)."""
-    parser = argparse.ArgumentParser(prog="gpulab", description="A small Vulkan compute framework.")
+    parser = argparse.ArgumentParser(
+        prog="gpulab",
+        description="A small Vulkan compute framework.",
+        epilog=epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"gpulab {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:

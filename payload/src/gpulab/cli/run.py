@@ -10,9 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpulab.backends import BACKENDS
 from gpulab.backends.names import BACKEND_NAMES
-from gpulab.cli.arguments import add_device
+from gpulab.cli.arguments import add_backend, add_device, add_graph
 from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME
 from gpulab.cli.graph_errors import guarded
 from gpulab.cli.output import say, warn
@@ -49,8 +48,8 @@ def _budget(args: argparse.Namespace) -> int | None:
 def add_parser(commands: Any) -> None:
     """Register `run` on the subcommand parsers."""
     parser = commands.add_parser("run", help="validate and run a compute graph")
-    parser.add_argument("graph", metavar="GRAPH.json")
-    parser.add_argument("--backend", choices=BACKENDS, default="auto")
+    add_graph(parser)
+    add_backend(parser)
     add_device(parser)
     parser.add_argument(
         "-o",

@@ -7,8 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from gpulab.backends import BACKENDS
-from gpulab.cli.arguments import add_device
+from gpulab.cli.arguments import add_backend, add_device
 from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME
 from gpulab.cli.output import say
 
@@ -18,7 +17,7 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "selftest", help="run every op on small data and compare with numpy"
     )
-    parser.add_argument("--backend", choices=BACKENDS, default="auto")
+    add_backend(parser)
     add_device(parser, "the GPUs Slurm gave the job, else every device")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(handler=main)

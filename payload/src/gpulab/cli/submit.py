@@ -10,8 +10,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gpulab.backends import BACKENDS
-from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
+from gpulab.cli.arguments import add_backend, add_graph
+from gpulab.cli.errors import (
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_UNAVAILABLE,
+)
 from gpulab.cli.graph_errors import guarded
 from gpulab.cli.output import say, write_json
 from gpulab.cli.run import memory_size
@@ -20,21 +26,19 @@ from gpulab.submit import (
     JobFailed,
     JobOptions,
     LocalTransport,
-    SshTarget,
     SshTransport,
     SubmitRejected,
     Transport,
     Unreachable,
     WaitTimedOut,
-    parse_target,
     prepare,
+    resolve_target,
     submit,
     wait_for_result,
 )
 
-_SSH_ONLY = ("port", "identity", "known_hosts")
-# The shell's status for a command stopped by Ctrl-C (128 + SIGINT).
-EXIT_INTERRUPTED = 130
+SHARED_DIR_ENV = "GPULAB_SHARED_DIR"
+_SSH_ONLY = ("port", "identity", "known_hosts", "ssh_config")
 
 
 def _seconds(text: str) -> float:
@@ -66,21 +70,40 @@ def add_parser(commands: Any) -> None:
         help="run a graph as a Slurm job, here or on the controller over SSH",
         description="Validate GRAPH.json here, stage it on the shared storage, submit it with "
         "sbatch and, with --wait, print the job's result JSON. Slurm's commands run here when "
-        "sbatch is on PATH, else on --host over SSH (host keys are checked against "
-        "known_hosts; unknown hosts are refused).",
+        "sbatch is on PATH, else on --host over SSH. The host may be an alias of ~/.ssh/config: "
+        "OpenSSH's `ssh -G` resolves it (HostName, User, Port, IdentityFile, UserKnownHostsFile, "
+        "ProxyJump, ProxyCommand) and the flags given here win, as with ssh. Host keys are "
+        "checked against known_hosts; unknown hosts are refused.",
     )
-    parser.add_argument("graph", metavar="GRAPH.json")
-    parser.add_argument("--host", metavar="USER@HOST", help="the Slurm controller, over SSH")
-    parser.add_argument("--port", type=_port, metavar="N", help="SSH port (default 22)")
-    parser.add_argument("--identity", metavar="KEY", help="SSH private key (default: agent)")
+    add_graph(parser)
+    parser.add_argument(
+        "--host",
+        metavar="USER@HOST",
+        help="the Slurm controller, over SSH: [USER@]HOST or [USER@]ALIAS of ~/.ssh/config",
+    )
+    parser.add_argument(
+        "--port", type=_port, metavar="N", help="SSH port (default: the config's Port, else 22)"
+    )
+    parser.add_argument(
+        "--identity",
+        metavar="KEY",
+        help="the only SSH private key to try (default: the agent, then the config's "
+        "IdentityFile, else ~/.ssh's keys)",
+    )
     parser.add_argument(
         "--known-hosts",
         metavar="FILE",
-        help="known_hosts file holding the host's key (default ~/.ssh/known_hosts)",
+        help="known_hosts file holding the host's key (default: the config's "
+        "UserKnownHostsFile, else ~/.ssh/known_hosts)",
+    )
+    parser.add_argument(
+        "--ssh-config",
+        metavar="FILE",
+        help="read this SSH config file instead of ~/.ssh/config (as ssh -F)",
     )
     parser.add_argument("--partition", metavar="P", help="Slurm partition")
     parser.add_argument("--nodelist", metavar="N", help="Slurm nodes to run on")
-    parser.add_argument("--backend", choices=BACKENDS, default="auto")
+    add_backend(parser)
     parser.add_argument(
         "--gpus",
         type=_gpus,
@@ -92,9 +115,9 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--shared-dir",
         metavar="DIR",
-        default=os.environ.get("GPULAB_SHARED_DIR", DEFAULT_SHARED_DIR),
+        default=os.environ.get(SHARED_DIR_ENV, DEFAULT_SHARED_DIR),
         help="job directories go here; the workers must see it at the same path "
-        f"(default $GPULAB_SHARED_DIR or {DEFAULT_SHARED_DIR})",
+        f"(default ${SHARED_DIR_ENV} or {DEFAULT_SHARED_DIR})",
     )
     parser.add_argument(
         "--gpulab",
@@ -140,8 +163,8 @@ def _transport(args: argparse.Namespace) -> Transport:
         if not LocalTransport.available():
             raise Unreachable("sbatch is not on PATH here: pass --host USER@CONTROLLER")
         return LocalTransport()
-    user, host = parse_target(args.host)
-    return SshTransport(SshTarget(host, user, args.port or 22, args.identity, args.known_hosts))
+    target = resolve_target(args.host, args.port, args.identity, args.known_hosts, args.ssh_config)
+    return SshTransport(target)
 
 
 def _write(document: dict[str, Any], output: str | None) -> int:

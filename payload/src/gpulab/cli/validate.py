@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gpulab.cli.arguments import add_graph
 from gpulab.cli.errors import EXIT_OK
 from gpulab.cli.graph_errors import guarded
 from gpulab.cli.output import warn
@@ -14,7 +15,7 @@ from gpulab.graph import load_graph
 def add_parser(commands: Any) -> None:
     """Register `validate` on the subcommand parsers."""
     parser = commands.add_parser("validate", help="check a compute graph without running it")
-    parser.add_argument("graph", metavar="GRAPH.json")
+    add_graph(parser)
     parser.set_defaults(handler=main)
 
 

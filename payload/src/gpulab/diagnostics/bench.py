@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,6 +31,7 @@ from gpulab.diagnostics.bench_ops import (
     matrix_fields,
 )
 from gpulab.diagnostics.devices import device_summary
+from gpulab.diagnostics.progress import Progress
 from gpulab.kernels import DeviceArray, Input, Kernels, OwnedArray
 from gpulab.vk import CommandPool, Device, Fence, TimestampQueryPool, shared_instance
 
@@ -40,25 +40,8 @@ TARGET_SECONDS = 0.05
 """Each timed submission aims at about this much GPU work (repeats are chosen to match)."""
 MAX_REPEAT = 200
 OVERHEAD_DISPATCHES = 1000
-
-
-class _Progress:
-    """A one-line progress bar on stderr."""
-
-    def __init__(self, total: int) -> None:
-        self.total = max(total, 1)
-        self.done = 0
-
-    def step(self, label: str) -> None:
-        self.done += 1
-        filled = 30 * self.done // self.total
-        bar = "#" * filled + "." * (30 - filled)
-        sys.stderr.write(f"\r[{bar}] {self.done}/{self.total} {label:<32}")
-        sys.stderr.flush()
-
-    def finish(self) -> None:
-        sys.stderr.write("\n")
-        sys.stderr.flush()
+PLOT_EXTRA = "plot"
+"""The optional dependencies (payload/pyproject.toml) that bring what --plot imports."""
 
 
 class _ReusedScratch:
@@ -333,9 +316,7 @@ def run_bench(options: BenchOptions, warn: Callable[[str], None]) -> dict[str, A
                     f"bench: {workload.op} at size {workload.label} needs {workload.device_bytes} "
                     f"bytes, more than {info.name} has ({info.device_local_bytes})"
                 )
-        progress = _Progress(
-            len(workloads) * (2 if library else 1) + (1 if options.overhead else 0)
-        )
+        progress = Progress(len(workloads) * (2 if library else 1) + (1 if options.overhead else 0))
         rows: list[dict[str, Any]] = []
         for workload in workloads:
             progress.step(f"vulkan {workload.op} n={workload.label}")
@@ -441,7 +422,7 @@ def _require_matplotlib() -> None:
         importlib.import_module("matplotlib")
     except ImportError:
         raise BackendUnavailable(
-            "--plot needs matplotlib, which is not installed (pip install matplotlib)"
+            f"--plot needs matplotlib, which is not installed: pip install 'gpulab[{PLOT_EXTRA}]'"
         ) from None
 
 

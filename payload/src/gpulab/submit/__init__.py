@@ -22,6 +22,7 @@ from gpulab.submit.local import LocalTransport
 from gpulab.submit.slurm import SubmitRejected
 from gpulab.submit.slurm_client import JobState
 from gpulab.submit.ssh import SshTarget, SshTransport, parse_target
+from gpulab.submit.ssh_config import resolve_target
 from gpulab.submit.staging import StagedGraph, prepare
 from gpulab.submit.transport import CommandResult, Transport, Unreachable
 
@@ -44,6 +45,7 @@ __all__ = [
     "fetch_result",
     "parse_target",
     "prepare",
+    "resolve_target",
     "submit",
     "wait",
     "wait_for_result",

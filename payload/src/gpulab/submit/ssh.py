@@ -1,19 +1,25 @@
 """SshTransport: Slurm's commands on the controller over SSH (paramiko), host keys checked.
 
-paramiko is the optional extra `gpulab[submit]`, imported only when SSH is used.
+paramiko is the optional extra `gpulab[submit]`, imported only when SSH is used. A target
+resolved from ~/.ssh/config (gpulab.submit.ssh_config) may reach the host through a proxy
+command (ProxyJump, ProxyCommand): the system's ssh or the configured command, its stdin and
+stdout one end of a socket pair that paramiko speaks SSH over.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import shlex
 import socket
+import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gpulab._closeable import Closeable
 from gpulab.submit.transport import CommandResult, Unreachable
@@ -45,13 +51,31 @@ class SshTarget:
     # tried again this often in all, after 1, 2, 4, ... times retry_delay_s (with jitter).
     connect_attempts: int = 6
     retry_delay_s: float = 0.5
+    # What ~/.ssh/config adds (see gpulab.submit.ssh_config): the name the user gave, the
+    # keys to try beside the agent (IdentityFile), the known_hosts files to check when
+    # known_hosts is not given (none: ~/.ssh/known_hosts), whether the agent may be used
+    # (not with IdentitiesOnly yes), and the command that connects to the host (ProxyJump,
+    # ProxyCommand; none: TCP to host:port).
+    alias: str | None = None
+    key_files: tuple[str, ...] = ()
+    host_key_files: tuple[str, ...] = ()
+    use_agent: bool = True
+    proxy: tuple[str, ...] = ()
 
     @property
     def where(self) -> str:
-        """user@host[:port], for messages."""
+        """user@host[:port], after the alias when ~/.ssh/config named another host."""
         user = f"{self.user}@" if self.user else ""
         port = f":{self.port}" if self.port != 22 else ""
-        return f"{user}{self.host}{port}"
+        address = f"{user}{self.host}{port}"
+        return address if self.alias in (None, self.host) else f"{self.alias} ({address})"
+
+    @property
+    def known_hosts_files(self) -> tuple[str, ...]:
+        """The files that must hold the host's key, for messages."""
+        if self.known_hosts is not None:
+            return (self.known_hosts,)
+        return self.host_key_files or (str(Path("~/.ssh/known_hosts").expanduser()),)
 
 
 def parse_target(text: str) -> tuple[str | None, str]:
@@ -83,10 +107,14 @@ class _Dropped(Exception):
 
 
 class _WatchedSocket(socket.socket):
-    """A TCP socket that keeps the first bytes the server sent: a server that speaks no SSH
-    is told apart from sshd dropping a connection under load."""
+    """A socket that keeps the first bytes the server sent: a server that speaks no SSH is
+    told apart from sshd dropping a connection under load. Through a proxy command it holds
+    the command, which ends when the socket closes, and the command's stderr."""
 
     first = b""
+    proxy: subprocess.Popen[bytes] | None = None
+    proxy_stderr: Any = None
+    proxy_error: str | None = None
 
     def recv(self, bufsize: int, flags: int = 0) -> bytes:
         data = super().recv(bufsize, flags)
@@ -94,16 +122,80 @@ class _WatchedSocket(socket.socket):
             self.first += data[: _FIRST_BYTES - len(self.first)]
         return data
 
+    def proxy_failure(self) -> str | None:
+        """The proxy command's last stderr line (or its exit status) when it ended by itself,
+        else None; it is given a moment to end, then stopped (the connection through it has
+        failed anyway)."""
+        self._end_proxy(wait_s=2.0)
+        return self.proxy_error
 
-def _open_socket(target: SshTarget) -> _WatchedSocket:
-    plain = socket.create_connection((target.host, target.port), timeout=target.timeout_s)
+    def close(self) -> None:
+        super().close()
+        self._end_proxy(wait_s=0.0)
+
+    def _end_proxy(self, wait_s: float) -> None:
+        proxy, self.proxy = self.proxy, None
+        if proxy is None:
+            return
+        try:
+            status = proxy.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            proxy.terminate()
+            proxy.wait()
+            # Stopped here: whatever it wrote is not why the connection failed.
+            self.proxy_stderr.close()
+            return
+        self.proxy_stderr.seek(0)
+        text = self.proxy_stderr.read().decode("utf-8", "replace").strip()
+        self.proxy_stderr.close()
+        # Ended by itself, before or while SSH was set up: never worth another attempt.
+        self.proxy_error = (text.splitlines() or [f"it ended, exit status {status}"])[-1]
+
+
+def _watched(plain: socket.socket, target: SshTarget) -> _WatchedSocket:
     watched = _WatchedSocket(plain.family, plain.type, plain.proto, plain.detach())
     watched.settimeout(target.timeout_s)
     return watched
 
 
+def _open_socket(target: SshTarget) -> _WatchedSocket:
+    if target.proxy:
+        return _open_proxy(target)
+    plain = socket.create_connection((target.host, target.port), timeout=target.timeout_s)
+    return _watched(plain, target)
+
+
+def _open_proxy(target: SshTarget) -> _WatchedSocket:
+    """A socket to the proxy command's stdin and stdout, as ssh's ProxyCommand."""
+    ours, theirs = socket.socketpair()
+    stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the socket
+    try:
+        process = subprocess.Popen(
+            target.proxy,
+            stdin=theirs.fileno(),
+            stdout=theirs.fileno(),
+            stderr=stderr,
+        )
+    except OSError as exc:
+        ours.close()
+        stderr.close()
+        raise Unreachable(
+            f"{target.where}: cannot start the proxy {shlex.join(target.proxy)}: "
+            f"{exc.strerror or exc}"
+        ) from None
+    finally:
+        theirs.close()
+    watched = _watched(ours, target)
+    watched.proxy, watched.proxy_stderr = process, stderr
+    return watched
+
+
 def _handshake_failed(target: SshTarget, sock: _WatchedSocket, reason: str) -> Exception:
-    """Unreachable for a server that answered something other than SSH; else _Dropped."""
+    """Unreachable for a server that answered something other than SSH or a proxy command
+    that failed; else _Dropped."""
+    failed = sock.proxy_failure()
+    if failed is not None:
+        return Unreachable(f"{target.where}: the proxy {shlex.join(target.proxy)} failed: {failed}")
     first = sock.first.lstrip()
     if first and not first.startswith(b"SSH-") and _MAX_STARTUPS not in first:
         line = first.splitlines()[0].decode("ascii", "replace")
@@ -158,11 +250,15 @@ def _connect_once(lib: Any, target: SshTarget) -> paramiko.SSHClient:
         except OSError as exc:
             client.close()
             raise ValueError(f"--known-hosts {target.known_hosts}: {exc.strerror or exc}") from None
+    elif target.host_key_files:
+        for path in target.host_key_files:
+            with contextlib.suppress(OSError):  # unreadable: as ssh, try the others
+                client.get_host_keys().load(path)
     else:
         client.load_system_host_keys()
     # An unknown host is refused, never trusted on first use.
     client.set_missing_host_key_policy(lib.RejectPolicy())
-    known = target.known_hosts or str(Path("~/.ssh/known_hosts").expanduser())
+    known = " or ".join(target.known_hosts_files)
     try:
         pkey = _identity(lib, target.identity) if target.identity else None
         sock = _open_socket(target)
@@ -177,14 +273,17 @@ def _connect_once(lib: Any, target: SshTarget) -> paramiko.SSHClient:
         reason = exc.strerror or str(exc)
         raise Unreachable(f"{target.where}: cannot connect: {reason or 'timed out'}") from None
     try:
-        # A given key is the only credential tried; without one, the agent and ~/.ssh keys.
+        # A given key is the only credential tried; without one, the agent and the keys of
+        # ~/.ssh/config (IdentityFile), else those of ~/.ssh.
         client.connect(
             target.host,
             port=target.port,
             username=target.user,
             pkey=pkey,
-            look_for_keys=target.identity is None,
-            allow_agent=target.identity is None,
+            # paramiko takes a list of files here; its type stubs say one.
+            key_filename=cast(Any, list(target.key_files) or None) if pkey is None else None,
+            look_for_keys=target.identity is None and not target.key_files,
+            allow_agent=target.identity is None and target.use_agent,
             timeout=target.timeout_s,
             banner_timeout=target.timeout_s,
             auth_timeout=target.timeout_s,
@@ -198,7 +297,7 @@ def _connect_once(lib: Any, target: SshTarget) -> paramiko.SSHClient:
         ) from None
     except lib.AuthenticationException as exc:
         client.close()
-        how = f"key {target.identity}" if target.identity else "the agent and ~/.ssh keys"
+        how = f"key {target.identity}" if target.identity else _credentials(target)
         raise Unreachable(f"{target.where}: authentication with {how} failed ({exc})") from None
     except lib.SSHException as exc:
         client.close()
@@ -213,6 +312,12 @@ def _connect_once(lib: Any, target: SshTarget) -> paramiko.SSHClient:
         client.close()
         raise _handshake_failed(target, sock, str(exc) or type(exc).__name__) from None
     return client
+
+
+def _credentials(target: SshTarget) -> str:
+    """The keys tried without --identity, for messages."""
+    keys = ", ".join(target.key_files) if target.key_files else "~/.ssh keys"
+    return f"the agent and {keys}" if target.use_agent else keys
 
 
 class SshTransport(Closeable):
