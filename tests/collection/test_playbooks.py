@@ -87,3 +87,7 @@ def test_slurm_and_monitoring_read_the_vulkan_devices_under_their_tag(component:
     """Without the vulkan play, gres.conf and node features would lose the GPUs."""
     listed = _list_tasks("site.yml", f"--tags={component}")
     assert "Read the Vulkan devices" in listed
+
+
+def test_every_validate_play_has_the_validate_tag() -> None:
+    assert all(play["tags"] == ["validate"] for play in _plays("validate"))
