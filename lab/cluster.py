@@ -8,6 +8,10 @@ Usage:
     python3 lab/cluster.py shell PLACE       bash assignments of lab/lib.sh's LAB_* names
     python3 lab/cluster.py place PLACE       the place as JSON (molecule/shared/create.yml)
     python3 lab/cluster.py network|volume PLACE   its podman network or shared volume
+
+A spare node (`spare: true`) belongs to its place but joins the cluster only later: create.yml
+does not make its container and the inventory leaves it out, unless the environment's
+GPULAB_JOINED (comma-separated node names) names it (molecule/shared/grow.yml).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 import yaml
 
 DEFINITION = Path(__file__).resolve().with_name("cluster.yml")
-NODE_KEYS = {"groups", "capabilities", "devices", "address", "arch", "image"}
+NODE_KEYS = {"groups", "capabilities", "devices", "address", "arch", "image", "spare"}
 PLACE_KEYS = {
     "container",
     "network",
@@ -60,6 +64,7 @@ class Container:
     devices: tuple[str, ...] = ()
     arch: str | None = None
     ip: str | None = None
+    spare: bool = False  # joins the running cluster later (molecule/shared/grow.yml)
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,7 @@ class Place:
     """Where the cluster runs: its containers, network and shared storage."""
 
     name: str
-    containers: tuple[Container, ...]
+    containers: tuple[Container, ...]  # the cluster's nodes from the start
     network: str
     subnet: str | None
     shared_volume: str
@@ -75,6 +80,7 @@ class Place:
     shared_path: str
     apt_cache_host: str
     apt_cache_path: str
+    spares: tuple[Container, ...] = ()  # nodes that join the running cluster later
 
     @property
     def container_prefix(self) -> str:
@@ -89,7 +95,7 @@ class Place:
     def etc_hosts(self) -> dict[str, str]:
         """Every node's name and container name at its fixed address (a subnet's places only)."""
         hosts: dict[str, str] = {}
-        for c in self.containers:
+        for c in self.containers + self.spares:
             if c.ip:
                 hosts |= {c.node: c.ip, c.name: c.ip}
         return hosts
@@ -149,6 +155,7 @@ def place(name: str, definition: dict[str, Any] | None = None) -> Place:
                 devices=tuple(body.get("devices", [])),
                 arch=body.get("arch"),
                 ip=str(subnet[body["address"]]) if subnet else None,
+                spare=bool(body.get("spare", False)),
             )
         )
     ips = [c.ip for c in containers if c.ip]
@@ -156,7 +163,8 @@ def place(name: str, definition: dict[str, Any] | None = None) -> Place:
         raise ClusterError(f"{DEFINITION.name}: place {name} gives two nodes the same address")
     return Place(
         name=name,
-        containers=tuple(containers),
+        containers=tuple(c for c in containers if not c.spare),
+        spares=tuple(c for c in containers if c.spare),
         network=spec["network"],
         subnet=str(subnet) if subnet else None,
         shared_volume=spec["shared_volume"],
@@ -172,20 +180,34 @@ def place_names(definition: dict[str, Any] | None = None) -> list[str]:
     return list(definition["places"])
 
 
-def inventory(p: Place, *, by_node: bool) -> dict[str, Any]:
+def inventory(p: Place, *, by_node: bool, joined: frozenset[str] = frozenset()) -> dict[str, Any]:
     """An Ansible script inventory's --list: every node in its groups.
 
     by_node: hosts are named by node, reached at their container (the lab); otherwise hosts
-    are named by container (molecule names them so, after its platforms).
+    are named by container (molecule names them so, after its platforms). joined: the spare
+    nodes that are in the cluster now.
     """
     groups: dict[str, Any] = {"all": {"vars": {"lab_shared_path": p.shared_path}}}
     hostvars: dict[str, Any] = {}
-    for c in p.containers:
+    for c in p.containers + tuple(s for s in p.spares if s.node in joined):
         host = c.node if by_node else c.name
         hostvars[host] = {"ansible_host": c.name} if by_node else {}
         for group in c.groups:
             groups.setdefault(group, {"hosts": []})["hosts"].append(host)
     return groups | {"_meta": {"hostvars": hostvars}}
+
+
+def _container_json(p: Place, c: Container) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "hostname": c.node,
+        "image": c.image,
+        "arch": c.arch,
+        "capabilities": list(c.capabilities),
+        "devices": [f"/dev/null:{path}" for path in c.devices],
+        "ip": c.ip,
+        "volumes": p.volumes,
+    }
 
 
 def place_json(p: Place) -> dict[str, Any]:
@@ -196,19 +218,8 @@ def place_json(p: Place) -> dict[str, Any]:
         "shared_volume": p.shared_volume,
         "shared_volume_mib": p.shared_volume_mib,
         "etc_hosts": p.etc_hosts,
-        "containers": [
-            {
-                "name": c.name,
-                "hostname": c.node,
-                "image": c.image,
-                "arch": c.arch,
-                "capabilities": list(c.capabilities),
-                "devices": [f"/dev/null:{path}" for path in c.devices],
-                "ip": c.ip,
-                "volumes": p.volumes,
-            }
-            for c in p.containers
-        ],
+        "containers": [_container_json(p, c) for c in p.containers],
+        "spares": [_container_json(p, c) for c in p.spares],
     }
 
 
@@ -248,8 +259,9 @@ def inventory_main(place_name: str, argv: list[str], *, by_node: bool) -> int:
     if len(argv) >= 2 and argv[1] == "--host":
         print("{}")
         return 0
+    joined = frozenset(filter(None, os.environ.get("GPULAB_JOINED", "").split(",")))
     try:
-        print(json.dumps(inventory(place(place_name), by_node=by_node)))
+        print(json.dumps(inventory(place(place_name), by_node=by_node, joined=joined)))
     except ClusterError as error:
         print(error, file=sys.stderr)
         return 1

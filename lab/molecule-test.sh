@@ -43,8 +43,8 @@ total=$((SECONDS - start))
 remove_volumes
 
 # One JSON line per record: {"playbook": ..., "seconds": ...} from the callback
-# (molecule/shared/plugins/callback), {"job_round_trip": ...} and {"fault": ...} from the
-# verify tests.
+# (molecule/shared/plugins/callback), {"step": ..., "seconds": ...} from grow.yml,
+# {"job_round_trip": ...} and {"fault": ...} from the verify tests.
 python3 - "$GPULAB_TIMINGS_FILE" "$total" "$rc" "$scenario" <<'PY'
 import json, sys
 path, total, rc, scenario = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -63,6 +63,14 @@ print(f"molecule test ({scenario}): {'PASSED' if rc == 0 else f'FAILED (exit {rc
 print(f"  cold converge                 {fmt(converges, 0)}")
 print(f"  idempotent converge           {fmt(converges, 1)}")
 print(f"  one-line Slurm job round trip {fmt(trips, 0, digits=3)}")
+# The steps after the idempotent converge (molecule/default: check.yml, grow.yml), and the
+# converges inside grow.yml ({"step": ..., "seconds": ...}).
+for r in records:
+    if r.get("playbook") in ("check.yml", "grow.yml"):
+        print(f"  {r['playbook']:<29} {r['seconds']:.1f} s")
+for r in records:
+    if "step" in r:
+        print(f"    {r['step']}: {r['seconds']:.1f} s")
 # {"fault": ..., "recovery_s": ..., "lost": ...} from a fault scenario's tests (molecule/faults).
 faults = [r for r in records if "fault" in r]
 if faults:

@@ -76,12 +76,22 @@ def _platforms(galaxy: dict[str, Any]) -> str:
     )
 
 
-def _site_hosts() -> dict[str, str]:
-    """Each role's hosts in the collection's site playbook."""
-    plays = yaml.safe_load((ROLES.parent / "playbooks/site.yml").read_text())
+def _site_plays(playbook: str = "site") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each play of the collection's site playbook, following its imports, with the name
+    of the component playbook that holds it."""
+    for play in yaml.safe_load((ROLES.parent / f"playbooks/{playbook}.yml").read_text()):
+        imported = play.get("ansible.builtin.import_playbook")
+        if imported:
+            yield from _site_plays(Path(imported).stem)
+        else:
+            yield playbook, play
+
+
+def _site_roles() -> dict[str, tuple[str, str, list[str]]]:
+    """Each role's hosts, component playbook and tags in the collection's site playbook."""
     return {
-        entry["role"].rsplit(".", 1)[-1]: play["hosts"]
-        for play in plays
+        entry["role"].rsplit(".", 1)[-1]: (play["hosts"], playbook, play.get("tags", []))
+        for playbook, play in _site_plays()
         for entry in play.get("roles", [])
     }
 
@@ -93,17 +103,24 @@ def render(role: Path) -> str:
     lines = [f"# gpulab.cluster.{role.name}", "", GENERATED, "", galaxy["description"], ""]
     if platforms := _platforms(galaxy):
         lines += [f"Platforms: {platforms}.", ""]
+    hosts, playbook, tags = _site_roles().get(role.name, ("all", "", []))
     lines += [
         "```yaml",
         "- name: Use the role (as gpulab.cluster.site does)",
-        f"  hosts: {_site_hosts().get(role.name, 'all')}",
+        f"  hosts: {hosts}",
         "  become: true",
         "  roles:",
         f"    - role: gpulab.cluster.{role.name}",
         "```",
         "",
-        f"`ansible-doc -t role gpulab.cluster.{role.name}` shows the same.",
     ]
+    if playbook:
+        lines += [
+            f"Alone: `ansible-playbook gpulab.cluster.{playbook} -i INVENTORY`, or"
+            f" `ansible-playbook gpulab.cluster.site -i INVENTORY --tags {','.join(tags)}`.",
+            "",
+        ]
+    lines += [f"`ansible-doc -t role gpulab.cluster.{role.name}` shows the same."]
     for entry, spec in specs.items():
         lines += ["", f"## Entry point `{entry}`", "", _markdown(spec["short_description"])]
         for paragraph in _paragraphs(spec.get("description")):

@@ -285,3 +285,24 @@ def test_cluster_py_refuses_an_unknown_place() -> None:
     assert _refusal("python3", "lab/cluster.py", "place", "nope") == [
         f"cluster.py: cluster.yml: no place 'nope' (known: {', '.join(place_names())})"
     ]
+
+
+def test_a_spare_node_joins_the_inventory_only_when_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default place's spare worker (molecule/shared/grow.yml) is created and put in its
+    groups only when it joins; destroy removes it with the others."""
+    default = place("default")
+    assert [s.node for s in default.spares] == ["worker3"]
+    assert "worker3" not in {c.node for c in default.containers}
+    monkeypatch.setenv("MOLECULE_SCENARIO_NAME", "default")
+    monkeypatch.delenv("GPULAB_JOINED", raising=False)
+    assert "worker3" not in _inventory_groups(_inventory("molecule/shared/inventory.py"))["workers"]
+    monkeypatch.setenv("GPULAB_JOINED", "worker3")
+    assert "worker3" in _inventory_groups(_inventory("molecule/shared/inventory.py"))["workers"]
+    place_json = json.loads(
+        subprocess.run(
+            ["python3", "lab/cluster.py", "place", "default"],
+            cwd=ROOT, check=True, capture_output=True, text=True,
+        ).stdout
+    )  # fmt: skip
+    assert [c["name"] for c in place_json["spares"]] == ["worker3"]
+    assert all(c["name"] != "worker3" for c in place_json["containers"])

@@ -102,6 +102,10 @@ CASES = [
     Case("slurm-partition-of-a-non-worker", "slurm",
          {"slurm_partitions": [{"name": "main", "nodes": ["worker1", "worker2", "storage1"]}]},
          ("slurm_partitions", "storage1"), "controller1"),
+    # --limit leaving out a worker that was never converged: no record of its NodeName line.
+    Case("slurm-worker-outside-the-play-without-record", "slurm", {},
+         ("worker2", "outside this play", "--limit", "gpulab_slurm.fact"), "controller1",
+         play_hosts="controller:worker1"),
     Case("slurm-accounting-without-password", "slurm",
          {"slurm_accounting_enabled": True},
          ("controller1", "slurm_dbd_db_password", "slurm_accounting_enabled"), "controller1"),
@@ -356,7 +360,8 @@ def _run_playbook(work: Path, cache: Path, plays: list[dict[str, Any]], case: Ca
 
 
 # The tasks files each role runs before it changes anything (validate.yml unless named here).
-VALIDATION_FILES = {"slurm": ("validate.yml", "version.yml")}
+# outside.yml reads the record of the hosts a play leaves out (--limit) and refuses those without.
+VALIDATION_FILES = {"slurm": ("validate.yml", "outside.yml", "version.yml")}
 
 
 def _validation_task_names(role: str) -> set[str]:
