@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,15 @@ def test_selftest_json_passes(backend: str) -> None:
     for check in result["checks"]:
         assert {"op", "n", "ok", "max_rel_err"} <= check.keys()
         assert check["ok"] is True
+
+
+@pytest.mark.parametrize("backend", ["cpu", "native"])
+def test_host_backends_name_the_machine_they_run_on(backend: str) -> None:
+    """device.arch is the interpreter's machine: the model name may be the host's under
+    qemu-user (molecule/mixed-arch checks arch against the node's architecture)."""
+    done = gpulab("selftest", "--backend", backend, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["device"]["arch"] == platform.machine()
 
 
 def test_selftest_on_one_device_prints_a_verdict() -> None:

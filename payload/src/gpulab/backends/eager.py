@@ -44,7 +44,14 @@ class EagerExecutor(OperationExecutor):
 
     @property
     def device(self) -> dict[str, Any]:
-        return {"name": cpu_name(), "type": "cpu", "driver": self._driver}
+        # arch: the interpreter's machine (platform.machine()), what the native library must
+        # be built for; the model name alone may be the host's under qemu-user.
+        return {
+            "name": cpu_name(),
+            "type": "cpu",
+            "driver": self._driver,
+            "arch": platform.machine(),
+        }
 
     def kernel(self, op: str) -> Callable[..., Any]:
         """The function that runs `op` on host arrays."""
