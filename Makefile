@@ -52,9 +52,12 @@ LAB_ANSIBLE := $(if $(V),,ANSIBLE_DISPLAY_OK_HOSTS=false ANSIBLE_DISPLAY_SKIPPED
 # Its output also goes to build/lab/converge.log, whose recap tells `make lab` whether the
 # converge changed anything (colours kept where the output is a terminal).
 converge: lab-up collection
-	@mkdir -p build/lab
+	@mkdir -p build/lab build/validate; rm -f build/lab/converge.log
+	@[ ! -e build/validate/lab-validated ] || mv build/validate/lab-validated build/lab/lab-validated.held
 	ANSIBLE_FORCE_COLOR=$$([ -t 1 ] && echo 1 || echo 0) \
 	  $(LAB_ANSIBLE) -i inventory/lab lab/standin.yml site.yml | tee build/lab/converge.log
+	@if [ -e build/lab/lab-validated.held ] && [ -z "$$(bash lab/validate-reason.sh --changed-hosts build/lab/converge.log)" ]; then \
+	  mv build/lab/lab-validated.held build/validate/lab-validated; else rm -f build/lab/lab-validated.held; fi
 
 lab: converge
 	@echo "==> [lab] NFS substitution: storage1 serves /srv/gpulab with nfs-ganesha; this kernel has no NFS client,"

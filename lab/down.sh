@@ -4,8 +4,6 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
-# Its validation goes with it (lab/validate-reason.sh).
-rm -f "$here/../build/validate/lab-validated"
 
 mapfile -t containers < <(
   { podman ps -a --filter "label=$LAB_LABEL" --format '{{.Names}}'

@@ -74,7 +74,6 @@ create() {
 }
 
 reason=$($fresh && echo "--fresh" || stale_reason)
-stopped=()
 if [ -z "$reason" ]; then
   mapfile -t stopped < <(podman ps -a --filter "label=$LAB_LABEL" --filter status=created \
     --filter status=exited --filter status=stopped --filter status=paused --format '{{.Names}}')
@@ -85,10 +84,6 @@ if [ -z "$reason" ]; then
   else
     lab_step "kept the running lab (current image, all containers)"
   fi
-fi
-# A node started or created anew has not been validated (lab/validate-reason.sh).
-if [ -n "$reason" ] || ((${#stopped[@]})); then
-  rm -f "$here/../build/validate/lab-validated"
 fi
 if [ -n "$reason" ]; then
   lab_step "creating a new lab: $reason"
