@@ -40,27 +40,49 @@ lab-down:
 # default Ansible shows only what changed or failed, and the selftest's lines go to
 # build/validate/selftest-local.txt: the end of the output is the per-node table and one line.
 V ?=
+# `make lab` validates the lab through Slurm when the converge changed or failed something, when
+# the validation play changed, or when the lab has no passed validation since its nodes were
+# last started (lab/validate-reason.sh); otherwise it shows the last validation's results and
+# says when they were taken. `make lab VALIDATE=1` validates in any case.
+VALIDATE ?=
 LAB_START := $(shell date +%s)
 LAB_ANSIBLE := $(if $(V),,ANSIBLE_DISPLAY_OK_HOSTS=false ANSIBLE_DISPLAY_SKIPPED_HOSTS=false) ansible-playbook
 
 # lab/standin.yml first: worker2's L4T marks (the Jetson stand-in), then what users run.
+# Its output also goes to build/lab/converge.log, whose recap tells `make lab` whether the
+# converge changed anything (colours kept where the output is a terminal).
 converge: lab-up collection
-	$(LAB_ANSIBLE) -i inventory/lab lab/standin.yml site.yml
+	@mkdir -p build/lab build/validate; rm -f build/lab/converge.log
+	@[ ! -e build/validate/lab-validated ] || mv build/validate/lab-validated build/lab/lab-validated.held
+	ANSIBLE_FORCE_COLOR=$$([ -t 1 ] && echo 1 || echo 0) \
+	  $(LAB_ANSIBLE) -i inventory/lab lab/standin.yml site.yml | tee build/lab/converge.log
+	@if [ -e build/lab/lab-validated.held ] && [ -z "$$(bash lab/validate-reason.sh --changed-hosts build/lab/converge.log)" ]; then \
+	  mv build/lab/lab-validated.held build/validate/lab-validated; else rm -f build/lab/lab-validated.held; fi
 
 lab: converge
 	@echo "==> [lab] NFS substitution: storage1 serves /srv/gpulab with nfs-ganesha; this kernel has no NFS client,"
 	@echo "    so lab/up.sh attaches the exported volume at /srv/gpulab on controller1 and the workers"
 	@echo "    (inventory/lab/group_vars/all/storage.yml: nfs_client_mode: bind); nfs_client and validate.yml"
 	@echo "    read it over NFS (libnfs nfs-cat) on every node and compare with the mount point."
-	@echo "==> [lab] validate: gpulab devices, selftest, example graphs and saxpy bench on every worker through Slurm"
-	$(LAB_ANSIBLE) -i inventory/lab playbooks/validate.yml
-	@echo "==> [lab] gpulab selftest on this machine"
 	@mkdir -p build/validate
+	@reason=$$(VALIDATE="$(VALIDATE)" bash lab/validate-reason.sh build/lab/converge.log); \
+	if [ -n "$$reason" ]; then \
+	  echo "==> [lab] validate ($$reason): gpulab devices, selftest, example graphs and saxpy bench on every worker through Slurm"; \
+	  rm -f build/validate/lab-validated; \
+	  $(LAB_ANSIBLE) -i inventory/lab playbooks/validate.yml; \
+	  date -u '+%F %T UTC' >build/validate/lab-validated; \
+	  echo "validated through Slurm" >build/lab/validated-how; \
+	else \
+	  echo "==> [lab] validate skipped: the converge changed nothing on a lab validated $$(cat build/validate/lab-validated);" \
+	    "the results below are that validation's (make lab VALIDATE=1 validates again)"; \
+	  echo "validation of $$(cat build/validate/lab-validated) still holds (nothing changed)" >build/lab/validated-how; \
+	fi
+	@echo "==> [lab] gpulab selftest on this machine"
 	@gpulab selftest >build/validate/selftest-local.txt 2>&1 || { cat build/validate/selftest-local.txt; exit 1; }
 	@$(if $(V),cat build/validate/selftest-local.txt,true)
 	@echo "==> [lab] results (build/validate/lab-report.md):"
 	@sed -n '/^| node/,/^$$/p' build/validate/lab-report.md
-	@echo "==> [lab] ready in $$(($$(date +%s) - $(LAB_START))) s: converged, validated through Slurm;" \
+	@echo "==> [lab] ready in $$(($$(date +%s) - $(LAB_START))) s: converged, $$(cat build/lab/validated-how);" \
 	  "this machine's $$(tail -n 1 build/validate/selftest-local.txt) (build/validate/selftest-local.txt)"
 
 collection: setup
