@@ -25,10 +25,12 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 """
 # What blocks the rest of the documented procedure here (docs/operations.md, "Upgrading Slurm").
 NO_INTERMEDIATE = (
-    "no Slurm 23.02, 23.11 or 24.05 built for Debian is reachable: deb.debian.org has 22.05"
-    " (bookworm), 24.11 (trixie) and 26.05 (forky, sid); snapshot.debian.org does not answer"
-    " from this machine; Ubuntu 24.04's 23.11 needs glibc 2.38 (bookworm has 2.36) and"
-    " libmysqlclient21, which Debian does not ship"
+    "not automated: no Debian build of Slurm 23.02, 23.11 or 24.05 is reachable (deb.debian.org:"
+    " 22.05 bookworm, 24.11 trixie, 26.05 forky/sid; snapshot.debian.org does not answer). The one"
+    " reachable intermediate, Ubuntu 24.04's 23.11.4, needs glibc 2.38 (Debian 12 has 2.36) but"
+    " installs and runs on Debian 13 with libmysqlclient21 from Ubuntu for slurmdbd: the path"
+    " 22.05 held through the distribution upgrade, then 23.11, then 24.11 (docs/operations.md)"
+    " is written down, not run here"
 )
 
 
