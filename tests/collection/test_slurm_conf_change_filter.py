@@ -1,6 +1,8 @@
 """gpulab.cluster.slurm_conf_change on the slurm role's files as the lab cluster has them
-(tests/collection/fixtures/slurm-conf, read from a converged molecule `rollout` controller):
-each change gets the daemon action that Slurm documents for it."""
+(tests/collection/fixtures/slurm-conf: slurm.conf, plugins.conf and nodes.conf copied from the
+controller of a converged molecule `rollout` cluster, Slurm 22.05; gres.conf as the role writes it
+for the Jetson stand-in, which that cluster lacks): each change gets the daemon action that Slurm
+documents for it."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ def changed(name: str, old: str, new: str, release: str = "22.05") -> dict[str, 
     """The filter's answer when one line of one lab file is replaced."""
     before = lab_files()
     assert old in before[name], f"{old!r} is not in the lab's {name}"
-    after = dict(before, **{name: before[name].replace(old, new)})
+    after = dict(before, **{name: before[name].replace(old, new, 1)})
     return slurm_conf_change(before, after, release)
 
 
@@ -50,22 +52,22 @@ def test_comments_blank_lines_and_order_need_nothing() -> None:
     [
         (
             "nodes.conf",
-            "RealMemory=1024 Features=llvm",
-            "RealMemory=900 Features=llvm",
-            "node worker1: realmemory changed (1024 -> 900)",
+            "RealMemory=2048 Features=fp64",
+            "RealMemory=1900 Features=fp64",
+            "node worker1: realmemory changed (2048 -> 1900)",
         ),
         (
             "nodes.conf",
-            "CPUs=2 RealMemory=1024 Features=llvm",
-            "CPUs=2 RealMemory=1024 Weight=5 Features=llvm",
+            "CPUs=2 RealMemory=2048 Features=fp64",
+            "CPUs=2 RealMemory=2048 Weight=5 Features=fp64",
             "node worker1: weight changed (unset -> 5)",
         ),
         (
             "nodes.conf",
-            "Features=llvmpipe,",
-            "Features=big,llvmpipe,",
+            "Features=fp64,",
+            "Features=big,fp64,",
             "node worker1: features changed"
-            " (llvmpipe,subgroup8,vulkan1.3 -> big,llvmpipe,subgroup8,vulkan1.3)",
+            " (fp64,llvmpipe,subgroup8,vulkan1.3 -> big,fp64,llvmpipe,subgroup8,vulkan1.3)",
         ),
         (
             "nodes.conf",
@@ -81,9 +83,9 @@ def test_comments_blank_lines_and_order_need_nothing() -> None:
         ),
         (
             "slurm.conf",
-            "DefMemPerCPU=1024",
+            "DefMemPerCPU=512",
             "DefMemPerCPU=2048",
-            "defmempercpu changed (1024 -> 2048)",
+            "defmempercpu changed (512 -> 2048)",
         ),
         (
             "slurm.conf",
@@ -137,7 +139,12 @@ def test_changes_that_a_reconfigure_applies(name: str, old: str, new: str, reaso
             "ProctrackType=proctrack/cgroup",
             "proctracktype changed (proctrack/linuxproc -> proctrack/cgroup)",
         ),
-        ("plugins.conf", "GresTypes=gpu\n", "", "grestypes changed (gpu -> unset)"),
+        (
+            "plugins.conf",
+            "MpiDefault=none\n",
+            "MpiDefault=none\nGresTypes=gpu\n",
+            "grestypes changed (unset -> gpu)",
+        ),
         (
             "slurm.conf",
             "SlurmctldHost=controller1",
@@ -159,14 +166,14 @@ def test_changes_that_a_reconfigure_applies(name: str, old: str, new: str, reaso
         ("nodes.conf", "worker1 CPUs=2", "worker1 CPUs=4", "node worker1: cpus changed (2 -> 4)"),
         (
             "nodes.conf",
-            "Gres=gpu:orin:1",
-            "Gres=gpu:orin:2",
-            "node worker2: gres changed (gpu:orin:1 -> gpu:orin:2)",
+            "NodeName=worker2 CPUs=2 RealMemory=2048",
+            "NodeName=worker2 CPUs=2 RealMemory=2048 Gres=gpu:orin:1",
+            "node worker2: gres changed (unset -> gpu:orin:1)",
         ),
         (
             "nodes.conf",
             "\n\nPartitionName",
-            "\nNodeName=worker3 CPUs=2 RealMemory=1024 State=UNKNOWN\n\nPartitionName",
+            "\nNodeName=worker3 CPUs=2 RealMemory=2048 State=UNKNOWN\n\nPartitionName",
             "node worker3 added",
         ),
     ],

@@ -153,7 +153,7 @@ class StateSampler:
 def decisions(output: str) -> list[str]:
     """The slurm role's decisions in a converge's output, once each (printed per host)."""
     found = re.findall(r'"msg": "(slurm: (?:restart|scontrol reconfigure)[^"]*)"', output)
-    return sorted(set(found))
+    return sorted({" ".join(message.split()) for message in found})
 
 
 def timed(start: float) -> float:
