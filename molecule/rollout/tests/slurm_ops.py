@@ -83,12 +83,14 @@ class Slurm:
         return dict(line.split("|", 1) for line in out.splitlines() if "|" in line)
 
     def wait_nodes_in_service(self, timeout: float) -> dict[str, str]:
+        """Every node's state once all are idle, mixed or allocated; {} if not within timeout."""
+
         def probe() -> dict[str, str] | None:
             states = self.node_states()
             ok = states and all(re.fullmatch(r"idle|mixed|allocated", s) for s in states.values())
             return states if ok else None
 
-        return wait_for(probe, timeout, interval=2) or self.node_states()
+        return wait_for(probe, timeout, interval=2) or {}
 
     def daemons(self) -> dict[str, str]:
         """{"host daemon": "PID start-time"} of slurmctld, slurmdbd and every slurmd."""

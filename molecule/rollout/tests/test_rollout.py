@@ -29,7 +29,7 @@ def rollout(
 
     Returns the role's decisions, the daemons before and after, the node states sampled from
     the submission to the last job's end, and the seconds the converge took."""
-    assert slurm.wait_nodes_in_service(timeout=120), "workers not in service before the step"
+    assert slurm.wait_nodes_in_service(timeout=120), f"not in service: {slurm.node_states()}"
     before = slurm.daemons()
     with StateSampler(slurm) as sampler:
         jobs = slurm.submit_sleep_jobs(JOBS, JOB_SECONDS, name)
@@ -40,7 +40,8 @@ def rollout(
         assert converge.returncode == 0, converge.stdout[-4000:] + converge.stderr[-2000:]
         after = slurm.daemons()
         finals = slurm.wait_jobs_final(jobs, timeout=JOBS * JOB_SECONDS)
-        slurm.wait_nodes_in_service(timeout=120)
+        in_service = slurm.wait_nodes_in_service(timeout=120)
+    assert in_service, f"nodes not back in service: {slurm.node_states()}"
     not_completed = {job: state for job, state in finals.items() if state != "COMPLETED"}
     assert not not_completed, f"jobs not completed: {not_completed}"
     assert not sampler.bad(), f"nodes seen in states a rollout must not cause: {sampler.bad()}"

@@ -37,7 +37,7 @@ NO_INTERMEDIATE = (
 @pytest.fixture(scope="module")
 def jobs(slurm: Slurm) -> list[str]:
     """Sleep jobs running and waiting during the whole upgrade attempt."""
-    assert slurm.wait_nodes_in_service(timeout=120), "workers not in service before the upgrade"
+    assert slurm.wait_nodes_in_service(timeout=120), f"not in service: {slurm.node_states()}"
     return slurm.submit_sleep_jobs(JOBS, JOB_SECONDS, "upgrade")
 
 
