@@ -19,6 +19,8 @@ from lab.cluster_under_test import Cluster, wait_for
 PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
 # Node states that lose jobs or need a person: what a rollout must never cause.
 BAD_STATE = re.compile(r"inval|drain|down|fail|unknown")
+# The marker that lets held jobs end, on each worker.
+RELEASE = "/run/gpulab-rollout-release"
 FINAL_JOB_STATES = re.compile(r"COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|PREEMPTED|OUT_OF_ME")
 
 
@@ -39,15 +41,27 @@ class Slurm:
         return self.run(self.cluster.controller, script, **kwargs)
 
     # --- Jobs ---------------------------------------------------------------------
-    def submit_sleep_jobs(self, count: int, seconds: int, name: str) -> list[str]:
-        """count one-CPU jobs of `sleep seconds`: more than the workers' CPUs, so some wait."""
+    def submit_held_jobs(self, count: int, name: str) -> list[str]:
+        """count one-CPU jobs that run until release() (then 5 s more): more than the workers'
+        CPUs, so that some run and the rest wait for as long as a converge takes."""
+        script = f"while [ ! -e {RELEASE} ]; do sleep 1; done; sleep 5"
         return [
             self.on_controller(
                 f"sbatch --parsable --job-name={name} --cpus-per-task=1 --mem=256"
-                f" --output=/dev/null --wrap='sleep {seconds}'"
+                f" --output=/dev/null --wrap='{script}'"
             ).strip()
             for _ in range(count)
         ]
+
+    def release(self) -> None:
+        """Lets the held jobs end (the marker on every worker)."""
+        for worker in self.cluster.workers:
+            self.run(worker, f"touch {RELEASE}")
+
+    def hold(self) -> None:
+        """The next held jobs wait again."""
+        for worker in self.cluster.workers:
+            self.run(worker, f"rm -f {RELEASE}")
 
     def queue(self) -> dict[str, str]:
         """{job id: state} of the jobs squeue still lists (pending, running, completing)."""

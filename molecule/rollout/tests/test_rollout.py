@@ -11,9 +11,9 @@ from typing import Any
 from slurm_fixtures import Record
 from slurm_ops import Slurm, StateSampler, decisions, timed
 
-# Four CPUs on two workers: eight one-CPU jobs leave four waiting.
+# Four CPUs on two workers: eight one-CPU jobs leave four waiting; all are held until the
+# converge has ended, so that it runs under running and waiting jobs however long it takes.
 JOBS = 8
-JOB_SECONDS = 45
 # Every change the tests make, on top of the lab's inventory (inventory/lab/group_vars).
 NODE_AND_PARTITION = {
     "slurm_node_features": ["rollout"],  # every worker's Features gain `rollout`
@@ -25,21 +25,25 @@ RESTART_KEY = {**NODE_AND_PARTITION, "slurm_conf_extra": {"PriorityType": "prior
 def rollout(
     slurm: Slurm, extra_vars: dict[str, Any], workdir: Path, name: str
 ) -> tuple[list[str], dict[str, str], dict[str, str], StateSampler, float]:
-    """Jobs submitted, site.yml converged with extra_vars, the jobs followed to their end.
+    """Jobs held, site.yml converged with extra_vars, the jobs released and followed to their end.
 
     Returns the role's decisions, the daemons before and after, the node states sampled from
     the submission to the last job's end, and the seconds the converge took."""
     assert slurm.wait_nodes_in_service(timeout=120), f"not in service: {slurm.node_states()}"
     before = slurm.daemons()
     with StateSampler(slurm) as sampler:
-        jobs = slurm.submit_sleep_jobs(JOBS, JOB_SECONDS, name)
+        slurm.hold()
+        jobs = slurm.submit_held_jobs(JOBS, name)
         time.sleep(3)  # the first jobs start
         start = time.monotonic()
         converge = slurm.converge(extra_vars, workdir)
         seconds = timed(start)
+        queue = slurm.queue()
+        slurm.release()
         assert converge.returncode == 0, converge.stdout[-4000:] + converge.stderr[-2000:]
+        assert len(queue) == JOBS and set(queue.values()) == {"PENDING", "RUNNING"}, queue
         after = slurm.daemons()
-        finals = slurm.wait_jobs_final(jobs, timeout=JOBS * JOB_SECONDS)
+        finals = slurm.wait_jobs_final(jobs, timeout=300)
         in_service = slurm.wait_nodes_in_service(timeout=120)
     assert in_service, f"nodes not back in service: {slurm.node_states()}"
     not_completed = {job: state for job, state in finals.items() if state != "COMPLETED"}

@@ -12,7 +12,6 @@ from slurm_fixtures import Record
 from slurm_ops import Slurm, StateSampler, timed
 
 JOBS = 8
-JOB_SECONDS = 60
 BACKUP = "/var/backups/slurm_acct_db.sql"
 # Debian 13's packages beside Debian 12's: apt's candidate for Slurm becomes 24.11.
 TRIXIE_SOURCES = "/etc/apt/sources.list.d/gpulab-upgrade-trixie.sources"
@@ -36,9 +35,10 @@ NO_INTERMEDIATE = (
 
 @pytest.fixture(scope="module")
 def jobs(slurm: Slurm) -> list[str]:
-    """Sleep jobs running and waiting during the whole upgrade attempt."""
+    """Jobs running and waiting during the whole upgrade attempt (released at its end)."""
     assert slurm.wait_nodes_in_service(timeout=120), f"not in service: {slurm.node_states()}"
-    return slurm.submit_sleep_jobs(JOBS, JOB_SECONDS, "upgrade")
+    slurm.hold()
+    return slurm.submit_held_jobs(JOBS, "upgrade")
 
 
 def _versions(slurm: Slurm) -> dict[str, str]:
@@ -80,10 +80,13 @@ def test_22_05_to_24_11_is_refused_before_any_change(
             start = time.monotonic()
             converge = slurm.converge({"slurm_package_state": "latest"}, tmp_path)
             seconds = timed(start)
-            finals = slurm.wait_jobs_final(jobs, timeout=JOBS * JOB_SECONDS)
+            queue = slurm.queue()
+            slurm.release()
+            finals = slurm.wait_jobs_final(jobs, timeout=300)
     finally:
         for host in slurm.cluster.hosts:
             slurm.run(host, f"rm -f {TRIXIE_SOURCES} && apt-get update -qq", timeout=300)
+    assert len(queue) == JOBS and set(queue.values()) == {"PENDING", "RUNNING"}, queue
     assert converge.returncode != 0, "the upgrade to 24.11 was not refused"
     refusals = sorted(
         line.strip().strip('"')
