@@ -7,13 +7,13 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: help setup image image-trixie image-arm64 lab lab-up lab-fresh lab-down converge test lint \
         test-payload test-collection test-sanity test-molecule test-debian13 test-faults test-mixed-arch \
-        test-scenarios fuzz-long shaders collection
+        test-rollout test-upgrade test-scenarios fuzz-long shaders collection
 
 help:
 	@echo "make lab        install everything, build the lab image, start the lab, converge, validate, self-test"
 	@echo "make test       lint, payload tests, collection tests, molecule test (what CI runs)"
 	@echo "make lab-down   remove the lab"
-	@echo "make test-scenarios  the molecule scenarios CI leaves out: debian13, faults, mixed-arch"
+	@echo "make test-scenarios  the molecule scenarios CI leaves out: debian13, faults, mixed-arch, rollout, upgrade"
 
 setup:
 	@bash scripts/setup.sh
@@ -129,6 +129,14 @@ test-faults: image collection
 test-mixed-arch: image image-arm64 collection
 	bash lab/molecule-test.sh --scenario mixed-arch
 
-test-scenarios: test-debian13 test-faults test-mixed-arch
+# Configuration changes under running jobs: a reconfigure or restarts, as the role decides.
+test-rollout: image collection
+	bash lab/molecule-test.sh --scenario rollout
+
+# Debian 12's Slurm asked to jump to Debian 13's: the backup, then the refusal (docs/operations.md).
+test-upgrade: image collection
+	bash lab/molecule-test.sh --scenario upgrade
+
+test-scenarios: test-debian13 test-faults test-mixed-arch test-rollout test-upgrade
 
 test: lint test-payload test-collection test-sanity test-molecule native-sanitize native-arm64

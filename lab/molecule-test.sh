@@ -78,6 +78,13 @@ if faults:
     for r in faults:
         lost = "none" if r["lost"] == 0 else str(r["lost"])
         print(f"  {r['fault']:<29} {r['recovery_s']:>7.1f} s   {lost}")
+# {"step": ..., "seconds": ..., "lost": ...} from the rollout and upgrade scenarios' tests.
+steps = [r for r in records if "step" in r]
+if steps:
+    print(f"  {'step':<34} {'time':>8}   jobs lost")
+    for r in steps:
+        lost = "none" if r["lost"] == 0 else str(r["lost"])
+        print(f"  {r['step']:<34} {r['seconds']:>6.1f} s   {lost}")
 print("=" * 64)
 PY
 exit "$rc"

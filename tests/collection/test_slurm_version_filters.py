@@ -96,3 +96,58 @@ def test_every_refused_host_gets_its_line() -> None:
 
 def test_the_filters_are_registered() -> None:
     assert set(FilterModule().filters()) == {"slurm_release", "slurm_version_refusals"}
+
+
+def upgrade_refusals(installed: str, candidate: str) -> list[str]:
+    """The lines for a cluster of one host that would go from `installed` to `candidate`."""
+    return slurm_version_refusals({"ctl": candidate}, "ctl", {"ctl": installed})
+
+
+def test_debian_12_to_13_skips_three_releases_and_is_refused() -> None:
+    assert upgrade_refusals(DEBIAN12, "24.11.5-4+deb13u1") == [
+        "slurm: ctl would go from Slurm 22.05 (22.05.8-4+deb12u3) to 24.11 (24.11.5-4+deb13u1),"
+        " skipping 23.02, 23.11, 24.05; 24.11 reads the state and accounting of 24.05, 23.11, 23.02"
+        " only: upgrade to 23.11 first (docs/operations.md)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("installed", "candidate"),
+    [
+        (DEBIAN12, DEBIAN12),  # no upgrade
+        (DEBIAN12, "22.05.11-1"),  # a point release
+        (DEBIAN12, "23.02.7-1"),
+        (DEBIAN12, UBUNTU2404),  # 22.05 -> 23.11: two releases, the old window's edge
+        (UBUNTU2404, DEBIAN13),  # 23.11 -> 24.11
+        ("23.02.7-1", DEBIAN13),  # three releases: 24.11's wider window
+    ],
+)
+def test_upgrades_within_the_window(installed: str, candidate: str) -> None:
+    assert upgrade_refusals(installed, candidate) == []
+
+
+def test_22_05_to_24_05_is_refused_through_23_11() -> None:
+    (message,) = upgrade_refusals(DEBIAN12, "24.05.4-1")
+    assert message.endswith(
+        "skipping 23.02, 23.11; 24.05 reads the state and accounting of 23.11, 23.02 only:"
+        " upgrade to 23.11 first (docs/operations.md)"
+    )
+
+
+def test_a_downgrade_is_refused() -> None:
+    (message,) = upgrade_refusals(DEBIAN13, DEBIAN12)
+    assert message.startswith("slurm: ctl would go from Slurm 24.11 (24.11.5-1) to 22.05")
+    assert "a downgrade" in message
+
+
+def test_hosts_without_slurm_installed_are_no_upgrade() -> None:
+    versions = {"ctl": DEBIAN13, "w1": DEBIAN13}
+    assert slurm_version_refusals(versions, "ctl", {"ctl": "", "w1": ""}) == []
+
+
+def test_each_host_upgrading_too_far_gets_its_line_before_the_cluster_lines() -> None:
+    versions = {"ctl": DEBIAN13, "w1": DEBIAN13, "w2": DEBIAN12}
+    installed = {"ctl": DEBIAN12, "w1": DEBIAN12, "w2": DEBIAN12}
+    lines = slurm_version_refusals(versions, "ctl", installed)
+    assert [line.split(" would ")[0] for line in lines] == ["slurm: ctl", "slurm: w1", "slurm: w2"]
+    assert "too old for 24.11" in lines[2]

@@ -1,7 +1,7 @@
 # Copyright: gpulab contributors
 # MIT License (see galaxy.yml)
 """Filters gpulab.cluster.slurm_release and slurm_version_refusals: which Slurm versions may
-meet in one cluster, by SchedMD's compatibility window."""
+meet in one cluster, and which upgrades a host may make, by SchedMD's compatibility window."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ description:
   - Slurm's major releases are named YY.MM. slurmd and the client commands must not be newer than
     slurmctld, and may be older by at most two major releases, or three when the controller runs
     24.11 or later (SchedMD's upgrade guide, "Compatibility Window").
+  - With I(installed), each host's upgrade too - from the Slurm it has to the one it would
+    install - is held to the same window: the new daemons read the state files and the accounting
+    database of at most two older major releases (three from 24.11), so Debian 12's 22.05 cannot
+    go straight to Debian 13's 24.11. A downgrade is refused: no Slurm reads a newer one's state.
   - The companion filter slurm_release turns a package version (22.05.8-4+deb12u3,
     1:21.08.5-2ubuntu1) into its major release (22.05), or '' when it holds none.
 version_added: "1.0.0"
@@ -29,6 +33,11 @@ options:
     description: The host that runs slurmctld; its version is the one every other host is held to.
     type: str
     required: true
+  installed:
+    description: Each host's installed Slurm package version, '' or absent where none is installed;
+      hosts whose release would change are checked as upgrades.
+    type: dict
+    default: {}
 """
 
 EXAMPLES = r"""
@@ -38,11 +47,21 @@ EXAMPLES = r"""
     fail_msg: "{{ versions | gpulab.cluster.slurm_version_refusals('controller1') | join('; ') }}"
   vars:
     versions: {controller1: 22.05.8-4+deb12u3, worker1: 24.11.5-1}
+
+- name: Refuse an upgrade that skips releases (22.05 -> 24.11 skips 23.02, 23.11, 24.05)
+  ansible.builtin.assert:
+    that: refusals | length == 0
+    fail_msg: "{{ refusals | join('; ') }}"
+  vars:
+    refusals: "{{ versions | gpulab.cluster.slurm_version_refusals('controller1', installed) }}"
+    versions: {controller1: 24.11.5-4+deb13u1}
+    installed: {controller1: 22.05.8-4+deb12u3}
 """
 
 RETURN = r"""
 _value:
-  description: One line per refused host naming it, its version and the controller's; [] if none.
+  description: One line per refused host naming it, its version and the controller's (or, for an
+    upgrade, the versions from and to); [] if none.
   type: list
   elements: str
 """
@@ -93,8 +112,37 @@ def _accepted(controller_index: int) -> str:
     return ", ".join(_name(i) for i in range(controller_index, low - 1, -1))
 
 
-def slurm_version_refusals(versions: dict[str, str], controller: str) -> list[str]:
-    """One line per host whose Slurm the controller's would refuse, or cannot be judged."""
+def _upgrade_refusal(host: str, installed: str, version: str) -> str:
+    """A line when going from the installed version to the new one skips too many releases."""
+    old, new = slurm_release(installed), slurm_release(version)
+    old_index, new_index = _index(old) if old else None, _index(new) if new else None
+    if old_index is None or new_index is None or old_index == new_index:
+        return ""
+    where = f"slurm: {host} would go from Slurm {old} ({installed}) to {new} ({version})"
+    if new_index < old_index:
+        return f"{where}, a downgrade: no Slurm reads the state of a newer one; pin {old}"
+    if new_index - old_index <= _window(new_index):
+        return ""
+    skipped = ", ".join(_name(i) for i in range(old_index + 1, new_index))
+    # The newest release that still reads the installed one's state: the next step.
+    step = max(i for i in range(old_index + 1, new_index) if i - old_index <= _window(i))
+    return (
+        f"{where}, skipping {skipped}; {new} reads the state and accounting of "
+        f"{_accepted(new_index).split(', ', 1)[1]} only: upgrade to {_name(step)} first "
+        "(docs/operations.md)"
+    )
+
+
+def slurm_version_refusals(
+    versions: dict[str, str], controller: str, installed: dict[str, str] | None = None
+) -> list[str]:
+    """One line per host whose Slurm the controller's would refuse, or cannot be judged, and
+    per host whose upgrade from its installed Slurm would skip too many releases."""
+    upgrades = [
+        _upgrade_refusal(host, old, versions.get(host, ""))
+        for host, old in sorted((installed or {}).items())
+        if old
+    ]
     ours = slurm_release(versions.get(controller, ""))
     ours_index = _index(ours) if ours else None
     if ours_index is None:
@@ -120,7 +168,7 @@ def slurm_version_refusals(versions: dict[str, str], controller: str) -> list[st
                 f"{where}, too old for {ours} on the controller {controller}, which accepts "
                 f"{_accepted(ours_index)}; see docs/cluster_bootstrap.md"
             )
-    return refusals
+    return [line for line in upgrades if line] + refusals
 
 
 class FilterModule:
