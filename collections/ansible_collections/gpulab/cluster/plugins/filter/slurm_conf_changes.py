@@ -138,7 +138,7 @@ def _pairs(line: str) -> list[tuple[str, str]]:
     """KEY=VALUE words of one line, keys in lower case (Slurm's keys ignore case)."""
     pairs = []
     for word in shlex.split(line, posix=True):
-        key, _, value = word.partition("=")
+        key, _equals, value = word.partition("=")
         pairs.append((key.lower(), value))
     return pairs
 
