@@ -17,9 +17,10 @@ description:
     slurmctld, and may be older by at most two major releases, or three when the controller runs
     24.11 or later (SchedMD's upgrade guide, "Compatibility Window").
   - With I(installed), each host's upgrade too - from the Slurm it has to the one it would
-    install - is held to the same window, since the new daemons read the state files and the accounting
-    database of at most two older major releases (three from 24.11), so Debian 12's 22.05 cannot
-    go straight to Debian 13's 24.11. A downgrade is refused, as no Slurm reads a newer one's state.
+    install - is held to the same window, since the new daemons read the state files and the
+    accounting database of at most two older major releases (three from 24.11), so Debian 12's
+    22.05 cannot go straight to Debian 13's 24.11. A downgrade is refused, as no Slurm reads a
+    newer one's state.
   - The companion filter slurm_release turns a package version (22.05.8-4+deb12u3,
     1:21.08.5-2ubuntu1) into its major release (22.05), or '' when it holds none.
 version_added: "1.0.0"
