@@ -78,8 +78,9 @@ if faults:
     for r in faults:
         lost = "none" if r["lost"] == 0 else str(r["lost"])
         print(f"  {r['fault']:<29} {r['recovery_s']:>7.1f} s   {lost}")
-# {"step": ..., "seconds": ..., "lost": ...} from the rollout and upgrade scenarios' tests.
-steps = [r for r in records if "step" in r]
+# {"step": ..., "seconds": ..., "lost": ...} from the rollout and upgrade scenarios' tests
+# (grow.yml's steps have no "lost": printed above).
+steps = [r for r in records if "step" in r and "lost" in r]
 if steps:
     print(f"  {'step':<34} {'time':>8}   jobs lost")
     for r in steps:
