@@ -12,13 +12,14 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
 import jinja2
+import pytest
 import testinfra
 from testinfra.host import Host
 
@@ -117,3 +118,23 @@ class Cluster:
         if host not in self._node_names:
             self._node_names[host] = self.node(host).check_output("hostname").strip()
         return self._node_names[host]
+
+
+def load_cluster_under_test() -> Cluster:
+    """The cluster of inventory_under_test(); a pytest usage error when there is none."""
+    inventory = inventory_under_test()
+    if not inventory:
+        raise pytest.UsageError(
+            "set GPULAB_TEST_INVENTORY (a lab inventory, e.g. inventory/lab) or use molecule"
+        )
+    return Cluster.load(inventory)
+
+
+def append_timings(records: Iterable[dict[str, object]]) -> None:
+    """Appends each record as one JSON line to $GPULAB_TIMINGS_FILE, which lab/molecule-test.sh
+    prints at the end; nothing when the variable is unset."""
+    path = os.environ.get("GPULAB_TIMINGS_FILE")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            for record in records:
+                out.write(json.dumps(record) + "\n")

@@ -6,24 +6,15 @@ The tests run against the molecule scenario or against the lab
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from testinfra.host import Host
 
-from lab.cluster_under_test import Cluster, inventory_under_test, wait_for
+from lab.cluster_under_test import Cluster, append_timings, load_cluster_under_test, wait_for
 
 __all__ = ["Cluster"]  # the tests import it from here
-
-
-def _inventory() -> str:
-    inventory = inventory_under_test()
-    if not inventory:
-        raise pytest.UsageError("set GPULAB_TEST_INVENTORY (e.g. inventory/lab) or use molecule")
-    return inventory
 
 
 _CLUSTER: Cluster | None = None
@@ -32,7 +23,7 @@ _CLUSTER: Cluster | None = None
 def cluster_under_test() -> Cluster:
     global _CLUSTER  # noqa: PLW0603 - loaded once per session, also at collection time
     if _CLUSTER is None:
-        _CLUSTER = Cluster.load(_inventory())
+        _CLUSTER = load_cluster_under_test()
     return _CLUSTER
 
 
@@ -66,10 +57,8 @@ def timings() -> Iterator[dict[str, float]]:
     """Figures a test measured; appended to $GPULAB_TIMINGS_FILE for lab/molecule-test.sh."""
     figures: dict[str, float] = {}
     yield figures
-    path = os.environ.get("GPULAB_TIMINGS_FILE")
-    if path and figures:
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(json.dumps(figures) + "\n")
+    if figures:
+        append_timings([figures])
 
 
 @pytest.fixture(scope="session")

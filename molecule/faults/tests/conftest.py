@@ -7,25 +7,20 @@ runtime (`podman restart`) and systemd inside the containers (`podman exec`).
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable, Iterator
 
 import pytest
 from lab_ops import Lab
 from submit_ops import SshSubmit
 
-from lab.cluster_under_test import Cluster, inventory_under_test
+from lab.cluster_under_test import append_timings, load_cluster_under_test
 
 Record = Callable[..., None]
 
 
 @pytest.fixture(scope="session")
 def lab() -> Lab:
-    inventory = inventory_under_test()
-    if not inventory:
-        raise pytest.UsageError("set GPULAB_TEST_INVENTORY (a lab inventory) or use molecule")
-    return Lab(Cluster.load(inventory))
+    return Lab(load_cluster_under_test())
 
 
 @pytest.fixture(scope="session")
@@ -57,8 +52,4 @@ def record_fault() -> Iterator[Record]:
         records.append({"fault": fault, "recovery_s": round(recovery_s, 1), "lost": len(lost)})
 
     yield record
-    path = os.environ.get("GPULAB_TIMINGS_FILE")
-    if path:
-        with open(path, "a", encoding="utf-8") as out:
-            for item in records:
-                out.write(json.dumps(item) + "\n")
+    append_timings(records)

@@ -3,24 +3,19 @@ lab of the same shape with GPULAB_TEST_INVENTORY) and one line per step for lab/
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable, Iterator
 
 import pytest
 from slurm_ops import Slurm
 
-from lab.cluster_under_test import Cluster, inventory_under_test
+from lab.cluster_under_test import append_timings, load_cluster_under_test
 
 Record = Callable[..., None]
 
 
 @pytest.fixture(scope="session")
 def slurm() -> Slurm:
-    inventory = inventory_under_test()
-    if not inventory:
-        raise pytest.UsageError("set GPULAB_TEST_INVENTORY (a lab inventory) or use molecule")
-    return Slurm(Cluster.load(inventory))
+    return Slurm(load_cluster_under_test())
 
 
 @pytest.fixture
@@ -35,8 +30,4 @@ def record_step() -> Iterator[Record]:
         records.append({"step": step, "seconds": seconds, "lost": lost})
 
     yield record
-    path = os.environ.get("GPULAB_TIMINGS_FILE")
-    if path:
-        with open(path, "a", encoding="utf-8") as out:
-            for item in records:
-                out.write(json.dumps(item) + "\n")
+    append_timings(records)
