@@ -27,12 +27,12 @@ fi
 echo "== device"
 gpulab 30 devices | head -n 20
 echo "== matmul (tile chosen per device and size)"
-gpulab 75 bench --ops matmul --sizes 1024 4096 8192 --shapes 1000x1000x1000 4097x33x4095 \
+gpulab 75 bench --ops matmul --sizes 1024 2048 4096 8192 --shapes 1000x1000x1000 4097x33x4095 \
     "${compare[@]}" --no-overhead --json "$out/matmul.json"
 echo "== jacobi (10 sweeps per op)"
 gpulab 45 bench --ops jacobi --sizes 4096 16384 "${compare[@]}" --no-overhead \
     --json "$out/jacobi.json"
-for tile in 16x16x16 16x16x8 16x8x8 8x8x8; do
+for tile in 32x16x8 16x16x8 16x8x8 8x8x8; do
     echo "== matmul with GPULAB_MATMUL_TILE=$tile"
     GPULAB_MATMUL_TILE=$tile gpulab 30 bench --ops matmul --sizes 1024 4096 8192 \
         --shapes 1000x1000x1000 --no-overhead --json "$out/matmul-$tile.json" | grep '^matmul'

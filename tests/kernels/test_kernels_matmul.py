@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from gpulab.kernels import Kernels
+from gpulab.kernels import Kernels, matmul_tiles
 from gpulab.kernels.matmul_tiles import (
     CANDIDATES,
     TILE_VARIABLE,
@@ -37,28 +37,31 @@ def _limits(
 
 
 @pytest.mark.parametrize(
-    ("shared", "invocations", "subgroup", "expected"),
+    ("kind", "shared", "invocations", "subgroup", "expected"),
     [
-        (49152, 1024, 32, MatmulTile(16, 16, 8)),  # NVIDIA discrete and Jetson Orin
-        (32768, 1024, 8, MatmulTile(16, 16, 8)),  # lavapipe
-        (16384, 128, 32, MatmulTile(16, 8, 8)),  # Vulkan's required minimum
-        (65536, 1024, 64, MatmulTile(16, 16, 8)),  # 64-wide subgroups
+        # NVIDIA discrete and Jetson Orin: 128 x 256 blocks, subgroup-tiled
+        ("discrete", 49152, 1024, 32, MatmulTile(32, 16, 8, subgroup_tiles=True)),
+        ("cpu", 32768, 1024, 8, MatmulTile(16, 16, 8)),  # lavapipe: at most 256 invocations
+        ("discrete", 16384, 128, 32, MatmulTile(16, 8, 8)),  # Vulkan's required minimum
+        ("discrete", 65536, 1024, 64, MatmulTile(32, 16, 8)),  # 64-wide subgroups: not tiled
     ],
 )
 def test_the_largest_tile_that_fits_the_device(
-    device: Device, shared: int, invocations: int, subgroup: int, expected: MatmulTile
+    device: Device, kind: str, shared: int, invocations: int, subgroup: int, expected: MatmulTile
 ) -> None:
-    info = _limits(device.info, shared, invocations, subgroup)
-    assert choose_tiles(info) == (expected,)
+    info = _limits(device.info, shared, invocations, subgroup, kind=kind)
+    assert choose_tiles(info)[0] == expected
     assert expected.shared_bytes <= shared
 
 
 def test_a_gpu_takes_smaller_blocks_for_small_products(device: Device) -> None:
     tiles = choose_tiles(_limits(device.info, 49152, 1024, 32, kind="discrete"))
-    assert tiles == (MatmulTile(16, 16, 8), MatmulTile(16, 8, 8), MatmulTile(8, 8, 8))
-    assert tile_for(tiles, 4096, 4096) == MatmulTile(16, 16, 8)  # 1024 workgroups
-    assert tile_for(tiles, 2048, 2048) == MatmulTile(16, 16, 8)  # 256
-    assert tile_for(tiles, 4097, 4095) == MatmulTile(16, 16, 8)  # 33 x 32
+    largest = MatmulTile(32, 16, 8, subgroup_tiles=True)
+    assert tiles == (largest, MatmulTile(16, 16, 8), MatmulTile(16, 8, 8), MatmulTile(8, 8, 8))
+    assert tile_for(tiles, 4096, 4096) == largest  # 512 workgroups
+    assert tile_for(tiles, 2048, 4096) == largest  # 256
+    assert tile_for(tiles, 2048, 2048) == MatmulTile(16, 16, 8)  # 256 of 128 x 128
+    assert tile_for(tiles, 4097, 4095) == largest  # 33 x 16
     assert tile_for(tiles, 2048, 1024) == MatmulTile(16, 8, 8)  # 32 x 8 of 64 x 128
     assert tile_for(tiles, 1024, 1024) == MatmulTile(8, 8, 8)  # 256 of 64 x 64
     assert tile_for(tiles, 10, 10) == MatmulTile(8, 8, 8)
@@ -79,12 +82,15 @@ def test_a_tile_by_hand_must_fit(device: Device, monkeypatch: pytest.MonkeyPatch
         choose_tiles(device.info)
 
 
-@pytest.mark.parametrize("tile", [None, "4x8x8", "2x2x4"])
+@pytest.mark.parametrize("tile", [None, "32x16x8", "32x16x8 subgroup-tiled", "4x8x8", "2x2x4"])
 def test_every_tile_is_exact_at_awkward_shapes(
     device: Device, monkeypatch: pytest.MonkeyPatch, tile: str | None
 ) -> None:
     if tile is not None:
-        monkeypatch.setenv(TILE_VARIABLE, tile)
+        shape, _, tiled = tile.partition(" ")
+        monkeypatch.setenv(TILE_VARIABLE, shape)
+        if tiled:  # the permutation of invocations is exact whatever the real subgroup width
+            monkeypatch.setattr(matmul_tiles, "_TILED_SUBGROUP", device.info.subgroup_size)
     rng = np.random.default_rng(17)
     with Kernels(device) as kernels:
         for m, k, n in SHAPES:

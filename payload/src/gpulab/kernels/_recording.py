@@ -30,7 +30,7 @@ _COPY_PUSH = struct.Struct("<I").pack  # vec4 count
 _ELEMENTWISE_PUSH = struct.Struct("<IIfI").pack  # count, vec4, literal a, unused
 _REDUCE_PUSH = struct.Struct("<IIII").pack  # count, vec4, first partial, finish
 _MATVEC_PUSH = struct.Struct("<III").pack  # m, n, vec4
-_MATMUL_PUSH = struct.Struct("<IIII").pack  # m, k, n, vec4 flags (A 1, B 2, C 4)
+_MATMUL_PUSH = struct.Struct("<IIII").pack  # m, k, n, vec4 flags (B 2, C 4)
 # n, step, check every, use tolerance, tolerance, vec4
 _JACOBI_PUSH = struct.Struct("<IIIIfI").pack
 
@@ -270,12 +270,10 @@ class Recording:
         groups = (math.ceil(n / tile.block_cols), math.ceil(m / tile.block_rows), 1)
         if groups[0] > self.geometry.max_groups or groups[1] > self.geometry.max_groups_y:
             raise ValueError(f"matmul: a {m}x{n} result needs more workgroups than the device has")
-        # vec4 loads and stores where rows are whole vec4s and the bindings start 16-aligned.
-        flags = (
-            int(k % 4 == 0 and a.offset % 16 == 0)
-            | int(n % 4 == 0 and b.offset % 16 == 0) << 1
-            | int(n % 4 == 0 and out.offset % 16 == 0) << 2
-        )
+        # vec4 loads of B and stores of C where rows are whole vec4s and the bindings start
+        # 16-aligned (A's panel is read by scalars, whatever its shape).
+        flags = int(n % 4 == 0 and b.offset % 16 == 0) << 1
+        flags |= int(n % 4 == 0 and out.offset % 16 == 0) << 2
         self.dispatch(
             "matmul",
             tile.specialization,

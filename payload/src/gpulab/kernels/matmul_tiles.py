@@ -6,12 +6,21 @@ device's limits allow is taken (shared memory, invocations per workgroup and per
 preferring a workgroup that is a whole number of subgroups. On a GPU, a product too small to
 give that shape MIN_WORKGROUPS workgroups takes a smaller block instead (down to 64 x 64), so
 that it still spreads over the device's multiprocessors; a CPU device keeps one shape (fewer
-pipelines to compile). GPULAB_MATMUL_TILE=XxYxD (for example 16x16x8) picks the one shape by
-hand, for tuning and tests; it must fit the device too.
+pipelines to compile) of at most 256 invocations (larger ones ran slower on lavapipe).
+GPULAB_MATMUL_TILE=XxYxD (for example 16x16x8) picks the one shape by hand, for tuning and
+tests; it must fit the device too.
+
+Subgroup tiling (each 32-wide subgroup an 8 x 4 patch of invocations) is on for workgroups of
+SUBGROUP_TILING_INVOCATIONS or more on devices with 32-wide subgroups: there the device's
+register file already holds each invocation to its smallest share (NVIDIA: 128 registers at
+512 invocations), so the registers it costs cannot lower occupancy, and the subgroup's shared
+loads shrink. At 256 invocations it raised NVIDIA's count from 128 to 148 registers and halved
+the workgroups per multiprocessor (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +34,10 @@ _MAX_UNITS = 4  # matmul.comp's MAX_UNITS: loads per invocation and matrix per p
 MIN_WORKGROUPS = 256
 """Below this many workgroups a GPU takes a smaller block (a few per multiprocessor)."""
 _MIN_SMALL_INVOCATIONS = 64  # the smallest workgroup worth a smaller block on a GPU
+SUBGROUP_TILING_INVOCATIONS = 512
+"""Workgroups this large (and subgroups 32 wide) take subgroup tiling; see the module doc."""
+_CPU_MAX_INVOCATIONS = 256  # lavapipe: 512^3 in 230 ms at 16x16x8, 330 ms at 32x16x8
+_TILED_SUBGROUP = 32  # the subgroup width matmul.comp's patches of 8 x 4 invocations assume
 
 
 @dataclass(frozen=True)
@@ -34,6 +47,7 @@ class MatmulTile:
     threads_x: int
     threads_y: int
     depth: int
+    subgroup_tiles: bool = False
 
     @property
     def block_rows(self) -> int:
@@ -61,11 +75,16 @@ class MatmulTile:
 
     @property
     def specialization(self) -> tuple[tuple[int, int], ...]:
-        return ((0, self.threads_x), (1, self.threads_y), (2, self.depth))
+        return (
+            (0, self.threads_x),
+            (1, self.threads_y),
+            (2, self.depth),
+            (3, self.subgroup_tiles),
+        )
 
     def problem(self, info: DeviceInfo) -> str | None:
         """Why this shape does not fit `info`'s limits (None: it fits)."""
-        a_units = (self.block_rows // 4) * (self.depth // 4)
+        a_units = (self.block_rows // 4) * self.depth
         b_units = self.depth * (self.block_cols // 4)
         if self.depth % 4 or self.depth < 4:
             return f"depth {self.depth} is not a positive multiple of 4"
@@ -88,6 +107,7 @@ class MatmulTile:
 CANDIDATES = tuple(
     MatmulTile(x, y, depth)
     for x, y, depth in (
+        (32, 16, 8),
         (16, 16, 8),
         (16, 8, 8),
         (8, 8, 8),
@@ -96,10 +116,22 @@ CANDIDATES = tuple(
         (2, 2, 4),
     )
 )
-"""Largest first; the last fits every Vulkan device (4 invocations, 1152 bytes). No 16-deep
-panel: 16x16x16 (33 KiB of shared memory) ran at 26.4 TFLOP/s on the H200 where 16x16x8
-(16 KiB, two workgroups per multiprocessor) ran at 40.5 (4096^3, one run, docs/benchmarks.md);
-GPULAB_MATMUL_TILE=16x16x16 still picks it."""
+"""Largest first; the last fits every Vulkan device (4 invocations, 1152 bytes). 32x16x8 is a
+128 x 256 block of 512 invocations (24 KiB of shared memory): 42.6 TFLOP/s at 4096^3 on the
+H200 where 16x16x8 ran at 38.9 with the same kernel (4 Dec 2026, docs/benchmarks.md). No
+16-deep panel: 16x16x16 needs 130 registers on the H200, which leaves one workgroup per
+multiprocessor (32.0 TFLOP/s); GPULAB_MATMUL_TILE=16x16x16 still picks it."""
+
+
+def with_subgroup_tiling(tile: MatmulTile, info: DeviceInfo) -> MatmulTile:
+    """`tile` with subgroup tiling on where the module doc says it pays."""
+    wanted = (
+        tile.invocations >= SUBGROUP_TILING_INVOCATIONS
+        and info.subgroup_size == _TILED_SUBGROUP
+        and tile.threads_x % 8 == 0
+        and tile.threads_y % 4 == 0
+    )
+    return dataclasses.replace(tile, subgroup_tiles=wanted)
 
 
 def parse_tile(text: str) -> MatmulTile:
@@ -121,18 +153,23 @@ def choose_tiles(info: DeviceInfo) -> tuple[MatmulTile, ...]:
         problem = tile.problem(info)
         if problem is not None:
             raise ValueError(f"{TILE_VARIABLE}={wanted}: does not fit {info.name}: {problem}")
-        return (tile,)
+        return (with_subgroup_tiling(tile, info),)
     subgroup = max(info.subgroup_size, 1)
-    fitting = [tile for tile in CANDIDATES if tile.problem(info) is None]
+    fitting = [
+        tile
+        for tile in CANDIDATES
+        if tile.problem(info) is None
+        and (info.type != "cpu" or tile.invocations <= _CPU_MAX_INVOCATIONS)
+    ]
     whole = [tile for tile in fitting if tile.invocations % subgroup == 0]
     chosen = [(whole or fitting)[0]]
-    if info.type == "cpu":
-        return tuple(chosen)
-    for tile in whole:
-        smaller = tile.block_rows * tile.block_cols < chosen[-1].block_rows * chosen[-1].block_cols
-        if smaller and tile.invocations >= _MIN_SMALL_INVOCATIONS:
-            chosen.append(tile)
-    return tuple(chosen)
+    if info.type != "cpu":
+        for tile in whole:
+            last = chosen[-1]
+            smaller = tile.block_rows * tile.block_cols < last.block_rows * last.block_cols
+            if smaller and tile.invocations >= _MIN_SMALL_INVOCATIONS:
+                chosen.append(tile)
+    return tuple(with_subgroup_tiling(tile, info) for tile in chosen)
 
 
 def tile_for(tiles: Sequence[MatmulTile], m: int, n: int) -> MatmulTile:

@@ -8,16 +8,25 @@
 // k advances in panels of BK. Each panel of A (BM x BK, stored transposed: a_panel[d][row])
 // and of B (BK x BN: b_panel[d][col]) sits in one of two shared buffers: while the panel in
 // one buffer is multiplied, the next one is loaded into registers, then stored into the other
-// buffer, so one barrier per panel suffices. A's rows are padded by one vec4, which spreads
-// the transposing stores over more banks.
+// buffer, so one barrier per panel suffices. Every invocation stages one vec4 of A's panel
+// (four rows at one depth: four scalar loads, BK invocations in a row reading BK consecutive
+// floats of each row) and one of B's, so the staging costs few registers and no invocation
+// waits on another's larger share. A's rows are padded by one vec4, which spreads the stores
+// over more banks.
 //
-// Loads are vec4 where the panel lies inside the matrix and the rows are vec4-aligned (flags,
-// from the host); otherwise scalar with zeros outside, so any shape is exact. TX, TY and BK are
-// specialization constants chosen by the host from the device's limits and the size of C
-// (kernels/matmul_tiles.py).
+// With SUBGROUP_TILES, the invocations of each 32-wide subgroup take an 8 x 4 patch of the
+// TX x TY grid instead of two rows of it, so that a subgroup's shared loads are fewer distinct
+// vec4s. It costs registers: the host sets it only where the workgroup is so large that the
+// register limit per invocation is already what the device allows (kernels/matmul_tiles.py).
+//
+// Loads of B and stores of C are vec4 where the panel lies inside the matrix and the rows are
+// vec4-aligned (flags, from the host); otherwise scalar with zeros outside, so any shape is
+// exact. TX, TY, BK and SUBGROUP_TILES are specialization constants chosen by the host from
+// the device's limits and the size of C.
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
-layout(constant_id = 2) const uint BK = 16;
+layout(constant_id = 2) const uint BK = 8;
+layout(constant_id = 3) const bool SUBGROUP_TILES = false;
 
 const uint TX = gl_WorkGroupSize.x;
 const uint TY = gl_WorkGroupSize.y;
@@ -26,19 +35,17 @@ const uint BM = 8 * TY;
 const uint BN = 8 * TX;
 const uint A_STRIDE = BM / 4 + 1;  // vec4s per row of a_panel (one of padding)
 const uint B_STRIDE = BN / 4;      // vec4s per row of b_panel
-const uint A_UNITS = (BM / 4) * (BK / 4);  // 4 x 4 squares of A per panel
+const uint A_UNITS = (BM / 4) * BK;  // vec4s of A per panel: 4 rows at one depth
 const uint B_UNITS = BK * (BN / 4);        // vec4s of B per panel
 const uint A_LOADS = (A_UNITS + THREADS - 1) / THREADS;  // units per invocation, at most
 const uint B_LOADS = (B_UNITS + THREADS - 1) / THREADS;  // MAX_UNITS (the host sees to it)
 const uint MAX_UNITS = 4;
 
-// flags: bit 0 A's rows are vec4-aligned, bit 1 B's, bit 2 C's
-const uint A_VEC4 = 1u;
+// flags: bit 1 B's rows are vec4-aligned, bit 2 C's (bit 0, A's, is no longer read)
 const uint B_VEC4 = 2u;
 const uint C_VEC4 = 4u;
 
 layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
-layout(std430, set = 0, binding = 0) readonly buffer A4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer C { float c[]; };
@@ -54,7 +61,7 @@ layout(push_constant) uniform Params {
 shared vec4 a_panel[2 * BK * A_STRIDE];
 shared vec4 b_panel[2 * BK * B_STRIDE];
 
-vec4 a_next[4 * MAX_UNITS];  // per A unit: its 4 rows, 4 depths each
+vec4 a_next[MAX_UNITS];  // per A unit: 4 rows at one depth
 vec4 b_next[MAX_UNITS];
 
 float a_at(uint row, uint depth) {
@@ -67,25 +74,21 @@ float b_at(uint depth, uint col) {
 
 // Load panel d0 into registers: vec4 when the whole panel lies inside the matrix.
 void load_panel(uint lid, uint row0, uint col0, uint d0) {
-    bool a_inside = (flags & A_VEC4) != 0 && row0 + BM <= m && d0 + BK <= k;
+    bool a_inside = row0 + BM <= m && d0 + BK <= k;
     bool b_inside = (flags & B_VEC4) != 0 && col0 + BN <= n && d0 + BK <= k;
     for (uint s = 0; s < A_LOADS; ++s) {
         uint unit = lid + s * THREADS;
         if (unit < A_UNITS) {
-            // Four invocations in a row cover 16 consecutive floats of one row of A.
-            uint row = row0 + (unit / (BK / 4)) * 4;
-            uint depth = d0 + (unit % (BK / 4)) * 4;
-            for (uint i = 0; i < 4; ++i) {
-                if (a_inside) {
-                    a_next[4 * s + i] = a4[((row + i) * k + depth) / 4];
-                } else {
-                    a_next[4 * s + i] = vec4(
-                        a_at(row + i, depth),
-                        a_at(row + i, depth + 1),
-                        a_at(row + i, depth + 2),
-                        a_at(row + i, depth + 3)
-                    );
-                }
+            // BK invocations in a row read BK consecutive floats of each of 4 rows of A.
+            uint row = row0 + (unit / BK) * 4;
+            uint depth = d0 + unit % BK;
+            if (a_inside) {
+                uint at = row * k + depth;
+                a_next[s] = vec4(a[at], a[at + k], a[at + 2 * k], a[at + 3 * k]);
+            } else {
+                a_next[s] = vec4(
+                    a_at(row, depth), a_at(row + 1, depth), a_at(row + 2, depth), a_at(row + 3, depth)
+                );
             }
         }
     }
@@ -110,13 +113,7 @@ void store_panel(uint lid, uint slot) {
     for (uint s = 0; s < A_LOADS; ++s) {
         uint unit = lid + s * THREADS;
         if (unit < A_UNITS) {
-            uint row4 = unit / (BK / 4);
-            uint depth = (unit % (BK / 4)) * 4;
-            for (uint j = 0; j < 4; ++j) {
-                a_panel[(slot * BK + depth + j) * A_STRIDE + row4] = vec4(
-                    a_next[4 * s][j], a_next[4 * s + 1][j], a_next[4 * s + 2][j], a_next[4 * s + 3][j]
-                );
-            }
+            a_panel[(slot * BK + unit % BK) * A_STRIDE + unit / BK] = a_next[s];
         }
     }
     for (uint s = 0; s < B_LOADS; ++s) {
@@ -143,9 +140,15 @@ void store_row(uint row, uint col, vec4 value, bool vec4_ok) {
 }
 
 void main() {
+    uint lid = gl_LocalInvocationIndex;
     uint tx = gl_LocalInvocationID.x;
     uint ty = gl_LocalInvocationID.y;
-    uint lid = ty * TX + tx;
+    if (SUBGROUP_TILES && TX % 8 == 0 && TY % 4 == 0) {
+        uint subgroup = lid / 32;
+        uint lane = lid % 32;
+        tx = (subgroup % (TX / 8)) * 8 + lane % 8;
+        ty = (subgroup / (TX / 8)) * 4 + lane / 8;
+    }
     uint row0 = gl_WorkGroupID.y * BM;
     uint col0 = gl_WorkGroupID.x * BN;
 
