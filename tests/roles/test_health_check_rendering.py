@@ -3,9 +3,11 @@
 Like test_gres_rendering (whose recorded workers and runner it reuses): one ansible-playbook
 run on local hosts, gpulab.cluster.vulkan_info on recorded vulkaninfo outputs, the role's
 facts.yml and its templates. Workers: a 2-GPU H200 node and a lavapipe node with the check, a
-lavapipe node with `slurm_health_check: false`. The rendered program then runs here for real,
-against this machine's lavapipe and the venv's gpulab, with no Slurm: the path of a worker
-whose slurmctld does not answer.
+lavapipe node with `slurm_health_check: false`, and a lavapipe node whose gpulab hangs (a
+stand-in that sleeps) with `slurm_health_check_timeout: 1`. The rendered programs then run here
+for real, against this machine's lavapipe and the venv's gpulab, with no Slurm: the path of a
+worker whose slurmctld does not answer. (tests/roles/test_role_validation.py holds the
+refusals of a bad slurm_health_check_timeout.)
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,20 @@ HEALTH_WORKERS = {
     "labnode": WORKERS["labnode"] | {"vars": {"slurm_health_check_command": str(GPULAB)}},
     "offnode": WORKERS["labnode"] | {"vars": {"slurm_health_check": False}},
 }
+HUNG_TIMEOUT = 1
+# A gpulab that never answers: `exec`, so that timeout's signal ends the sleep itself (a child
+# left behind would hold the program's pipe open until it ends).
+HUNG_GPULAB = "#!/bin/sh\nexec sleep 60\n"
+
+
+def _health_workers(work: Path) -> dict[str, dict[str, Any]]:
+    """HEALTH_WORKERS and the hung node, whose stand-in gpulab is written into `work`."""
+    hung = work / "hung-gpulab"
+    hung.write_text(HUNG_GPULAB)
+    hung.chmod(0o755)
+    hung_vars = {"slurm_health_check_command": str(hung),
+                 "slurm_health_check_timeout": HUNG_TIMEOUT}  # fmt: skip
+    return HEALTH_WORKERS | {"hungnode": WORKERS["labnode"] | {"vars": hung_vars}}
 
 
 def _playbook(out: Path) -> list[dict[str, Any]]:
@@ -93,7 +110,8 @@ def _render(work: Path, workers: dict[str, dict[str, Any]]) -> tuple[Path, list[
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any]]:
-    return _render(tmp_path_factory.mktemp("health"), HEALTH_WORKERS)
+    work = tmp_path_factory.mktemp("health")
+    return _render(work, _health_workers(work))
 
 
 def _health_lines(slurm_conf: str) -> list[str]:
@@ -114,7 +132,7 @@ def test_slurm_conf_names_the_program(rendered: tuple[Path, list[Any]]) -> None:
 
 def test_each_worker_checks_its_own_devices(rendered: tuple[Path, list[Any]]) -> None:
     out = rendered[0]
-    h200, lab, off = (out / f"{name}.sh" for name in HEALTH_WORKERS)
+    h200, lab, off, hung = (out / f"{name}.sh" for name in (*HEALTH_WORKERS, "hungnode"))
     assert _setting(h200.read_text(), "devices") == "devices=2"
     assert _setting(h200.read_text(), "gpulab") == "gpulab=/opt/gpulab/venv/bin/gpulab"
     assert _setting(h200.read_text(), "node") == "node=${SLURMD_NODENAME:-h200node}"
@@ -122,8 +140,18 @@ def test_each_worker_checks_its_own_devices(rendered: tuple[Path, list[Any]]) ->
     # The check is off there, but slurm.conf names the program on every node: it gets one
     # that runs no GPU check (and would lift an old drain of its own).
     assert _setting(off.read_text(), "devices") == "devices=0"
-    for program in (h200, lab, off):
+    for program in (h200, lab, off, hung):
         subprocess.run(["bash", "-n", str(program)], check=True)
+
+
+def test_each_worker_gets_its_own_check_timeout(rendered: tuple[Path, list[Any]]) -> None:
+    """slurm_health_check_timeout (default 15, per worker) bounds each device's check."""
+    out = rendered[0]
+    for name in HEALTH_WORKERS:
+        assert _setting((out / f"{name}.sh").read_text(), "check_timeout") == "check_timeout=15"
+    hung = (out / "hungnode.sh").read_text()
+    assert _setting(hung, "check_timeout") == f"check_timeout={HUNG_TIMEOUT}"
+    assert 'timeout "$check_timeout" "$gpulab" health' in hung
 
 
 def test_a_second_run_changes_nothing(rendered: tuple[Path, list[Any]]) -> None:
@@ -141,10 +169,12 @@ def test_no_worker_with_the_check_leaves_slurm_conf_without_it(
     assert not list(out.glob("*.sh"))
 
 
-def _program(rendered: tuple[Path, list[Any]], **env: str) -> subprocess.CompletedProcess[str]:
-    """labnode's program on this machine's lavapipe; no Slurm here, so sinfo cannot answer."""
+def _program(
+    rendered: tuple[Path, list[Any]], node: str = "labnode", **env: str
+) -> subprocess.CompletedProcess[str]:
+    """A node's program on this machine's lavapipe; no Slurm here, so sinfo cannot answer."""
     return subprocess.run(
-        [str(rendered[0] / "labnode.sh")],
+        [str(rendered[0] / f"{node}.sh")],
         capture_output=True, text=True, timeout=120, check=False, env=os.environ | env,
     )  # fmt: skip
 
@@ -163,3 +193,18 @@ def test_a_failing_check_without_slurmctld_says_it_could_not_drain(
         "gpulab-health: device: the Vulkan loader found no compatible driver (device 0); "
         "slurmctld did not answer, labnode is not drained (next check tries again)\n"
     )
+
+
+def test_a_device_that_does_not_answer_in_time_fails_the_check(
+    rendered: tuple[Path, list[Any]],
+) -> None:
+    """The hung node's gpulab never answers: its check ends after slurm_health_check_timeout."""
+    started = time.monotonic()
+    done = _program(rendered, "hungnode")
+    took = time.monotonic() - started
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == (
+        f"gpulab-health: device: no answer within {HUNG_TIMEOUT} s (device 0); "
+        "slurmctld did not answer, hungnode is not drained (next check tries again)\n"
+    )
+    assert took < 15, f"the check took {took:.1f} s: not bounded by its {HUNG_TIMEOUT} s"

@@ -150,6 +150,17 @@ CASES = [
     Case("slurm-health-check-program-relative", "slurm",
          {"slurm_health_check_program": "gpulab-healthcheck"},
          ("slurm_health_check_program", '"gpulab-healthcheck"', "absolute"), "worker2"),
+    # slurmd kills the program after 60 s: a device's check leaves room for sinfo and scontrol.
+    Case("slurm-health-check-timeout-zero", "slurm", {},
+         ("worker2", "slurm_health_check_timeout (0)", "from 1 to 39"), "worker2",
+         host_vars={"worker2": {"slurm_health_check_timeout": 0}}),
+    Case("slurm-health-check-timeout-beyond-slurmd-kill", "slurm",
+         {"slurm_health_check_timeout": 45},
+         ("worker1", "slurm_health_check_timeout (45)", "from 1 to 39", "kills it after 60 s"),
+         "worker1"),
+    Case("slurm-health-check-timeout-not-a-number", "slurm",
+         {"slurm_health_check_timeout": "soon"},
+         ("slurm_health_check_timeout", "int"), "worker1"),
     # slurm.conf is one file: a worker with its own interval would make it differ.
     Case("slurm-health-check-interval-differs", "slurm", {},
          ('slurm_health_check_interval is "15" on worker2 but "300" on controller1',

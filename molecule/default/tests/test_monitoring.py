@@ -77,8 +77,11 @@ def prometheus_query(controller: Host, query: str) -> list[dict[str, Any]]:
 
 def test_prometheus_scrapes_every_node(cluster: Cluster, controller: Host, eventually: Any) -> None:
     """Prometheus' active targets of job node are the inventory's hosts, each scraped healthy.
-    (Not the query `up`: a worker that left the cluster keeps its last samples there for
-    Prometheus' 5-minute lookback after the restart that drops its target.)"""
+    The targets come from the role's file_sd file, which Prometheus applies within seconds of
+    a change (inotify, then its 5 s discovery update; at the latest its 5m refresh_interval):
+    the spare worker that joined and left in grow.yml is gone by now. The targets API is the
+    exact list; the query `up` would also keep, for Prometheus' 5-minute lookback, a target
+    dropped by a restart (no staleness marker then, unlike a file_sd removal)."""
 
     def node_targets() -> dict[str, str]:
         url = f"http://{cluster_address(controller)}:{PROMETHEUS_PORT}/api/v1/targets?state=active"
