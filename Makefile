@@ -5,7 +5,7 @@ VENV ?= .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help setup image image-trixie image-arm64 lab lab-up lab-fresh lab-down converge test lint \
+.PHONY: help setup image image-trixie image-arm64 lab lab-up lab-fresh lab-down converge converge-now test lint \
         test-payload test-collection test-sanity test-molecule test-debian13 test-faults test-mixed-arch \
         test-rollout test-upgrade test-scenarios fuzz-long shaders collection
 
@@ -48,18 +48,43 @@ VALIDATE ?=
 LAB_START := $(shell date +%s)
 LAB_ANSIBLE := $(if $(V),,ANSIBLE_DISPLAY_OK_HOSTS=false ANSIBLE_DISPLAY_SKIPPED_HOSTS=false) ansible-playbook
 
+# `make lab` converges only when lab/converge-reason.sh gives a reason: something the converge
+# reads changed since the last converge that passed (the collection, inventory, playbooks, the
+# payload, the lab's definition, the Ansible version), a node was created or started since, or a
+# node has a failed unit or is not up in Slurm. `make lab CONVERGE=1` and `make converge`
+# converge in any case.
+CONVERGE ?=
+
 # lab/standin.yml first: worker2's L4T marks (the Jetson stand-in), then what users run.
 # Its output also goes to build/lab/converge.log, whose recap tells `make lab` whether the
-# converge changed anything (colours kept where the output is a terminal).
-converge: lab-up collection
-	@mkdir -p build/lab build/validate; rm -f build/lab/converge.log
+# converge changed anything (colours kept where the output is a terminal). The record of what
+# it converged from goes first and comes back only when it passed: a converge that failed
+# half-way never looks like one that holds.
+converge: lab-up collection converge-now
+
+converge-now:
+	@mkdir -p build/lab build/validate; rm -f build/lab/converge.log build/lab/converged
 	@[ ! -e build/validate/lab-validated ] || mv build/validate/lab-validated build/lab/lab-validated.held
 	ANSIBLE_FORCE_COLOR=$$([ -t 1 ] && echo 1 || echo 0) \
 	  $(LAB_ANSIBLE) -i inventory/lab lab/standin.yml site.yml | tee build/lab/converge.log
+	@bash lab/converge-reason.sh --record
+	@echo converged >build/lab/converged-how
 	@if [ -e build/lab/lab-validated.held ] && [ -z "$$(bash lab/validate-reason.sh --changed-hosts build/lab/converge.log)" ]; then \
 	  mv build/lab/lab-validated.held build/validate/lab-validated; else rm -f build/lab/lab-validated.held; fi
 
-lab: converge
+lab: lab-up collection
+	@mkdir -p build/lab
+	@reason=$$(CONVERGE="$(CONVERGE)" bash lab/converge-reason.sh); \
+	if [ -n "$$reason" ]; then \
+	  echo "==> [lab] converge ($$reason)"; \
+	  $(MAKE) --no-print-directory converge-now; \
+	else \
+	  since=$$(date -u -r build/lab/converged '+%F %T UTC'); \
+	  echo "==> [lab] converge skipped: nothing it reads changed since the converge of $$since, every node runs" \
+	    "all its units and is up in Slurm (make lab CONVERGE=1 converges anyway)"; \
+	  echo "converge skipped: nothing changed since $$since" >build/lab/converge.log; \
+	  echo "converge of $$since still holds" >build/lab/converged-how; \
+	fi
 	@echo "==> [lab] NFS substitution: storage1 serves /srv/gpulab with nfs-ganesha; this kernel has no NFS client,"
 	@echo "    so lab/up.sh attaches the exported volume at /srv/gpulab on controller1 and the workers"
 	@echo "    (inventory/lab/group_vars/all/storage.yml: nfs_client_mode: bind); nfs_client and validate.yml"
@@ -73,7 +98,7 @@ lab: converge
 	  date -u '+%F %T UTC' >build/validate/lab-validated; \
 	  echo "validated through Slurm" >build/lab/validated-how; \
 	else \
-	  echo "==> [lab] validate skipped: the converge changed nothing on a lab validated $$(cat build/validate/lab-validated);" \
+	  echo "==> [lab] validate skipped: nothing changed on a lab validated $$(cat build/validate/lab-validated);" \
 	    "the results below are that validation's (make lab VALIDATE=1 validates again)"; \
 	  echo "validation of $$(cat build/validate/lab-validated) still holds (nothing changed)" >build/lab/validated-how; \
 	fi
@@ -82,7 +107,7 @@ lab: converge
 	@$(if $(V),cat build/validate/selftest-local.txt,true)
 	@echo "==> [lab] results (build/validate/lab-report.md):"
 	@sed -n '/^| node/,/^$$/p' build/validate/lab-report.md
-	@echo "==> [lab] ready in $$(($$(date +%s) - $(LAB_START))) s: converged, $$(cat build/lab/validated-how);" \
+	@echo "==> [lab] ready in $$(($$(date +%s) - $(LAB_START))) s: $$(cat build/lab/converged-how), $$(cat build/lab/validated-how);" \
 	  "this machine's $$(tail -n 1 build/validate/selftest-local.txt) (build/validate/selftest-local.txt)"
 
 collection: setup

@@ -239,6 +239,7 @@ def shell(p: Place) -> str:
         "LAB_PREFIX": shlex.quote(p.container_prefix),
         "LAB_NETWORK": shlex.quote(p.network),
         "LAB_NODES": array([c.node for c in p.containers]),
+        "LAB_CONTROLLER_NODE": shlex.quote(p.group("controller")[0].node),
         "LAB_STORAGE_NODE": shlex.quote(p.group("storage")[0].node),
         "LAB_STANDIN_NODE": shlex.quote(standins[0].node if standins else ""),
         "LAB_STANDIN_DEVICES": array(list(standins[0].devices) if standins else []),

@@ -16,6 +16,8 @@ cd "$(dirname "$0")/.."
 # The recap's lines, colours removed: "HOST : ok=N changed=N unreachable=N failed=N ...".
 changed_hosts() {
   local recap
+  # make lab skipped the converge (lab/converge-reason.sh): nothing changed anywhere.
+  if head -n 1 "$1" | grep -q '^converge skipped:'; then return; fi
   recap=$(sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -E '^[^ ]+ +: ok=[0-9]+ ' || true)
   [ -n "$recap" ] || { echo "no recap in $1"; return; }
   (grep -Ev ' changed=0 +unreachable=0 +failed=0 ' <<<"$recap" || true) | awk '{print $1}' | sort -u | xargs

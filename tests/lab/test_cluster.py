@@ -148,6 +148,7 @@ def test_lib_sh_gives_the_place_lab_to_up_and_down() -> None:
     ]
     (standin,) = lab.group(STANDIN_GROUP)
     assert _lib("$LAB_STANDIN_NODE") == [standin.node]
+    assert _lib("$LAB_CONTROLLER_NODE") == [lab.group("controller")[0].node]
     assert _lib('"${LAB_STANDIN_DEVICES[@]}"') == list(standin.devices)
     assert _lib("${LAB_RUN_OPTIONS[storage1]}") == ["--cap-add=DAC_READ_SEARCH"]
     assert _lib("$LAB_NETWORK $LAB_SHARED_VOLUME $LAB_SHARED_PATH") == [
