@@ -6,9 +6,9 @@
 # while those checksums are the same, no node was created or started since, systemd runs
 # every unit it should on every node (`systemctl is-system-running`: no failed unit; every
 # enabled service but one-shots active), and Slurm has every node up (no node down, drained,
-# failing or invalid). This skips work whose
-# inputs did not change; it is not a check of drift that these probes cannot see (a file
-# edited by hand inside a node): CONVERGE=1 in the environment converges in any case.
+# failing or invalid). This skips work whose inputs did not change; it is not a check of
+# drift that these probes cannot see (a file edited by hand inside a node): CONVERGE=1 in the
+# environment converges in any case.
 # Usage: lab/converge-reason.sh | lab/converge-reason.sh --record (after a converge passed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
