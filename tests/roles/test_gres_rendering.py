@@ -12,8 +12,6 @@ cannot be). A second run changes nothing: the lists are sorted, so converges are
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
+from tests.roles.playbook import ROOT, run_playbook
+
 FIXTURES = ROOT / "tests/collection/fixtures"
 ORIN_RECORDING = ROOT / "lab/standin/jetson/vulkaninfo"
 TEMPLATES = ROOT / "roles/slurm/templates"
@@ -137,26 +135,6 @@ def _inventory(work: Path) -> dict[str, Any]:
     }
 
 
-def _run(work: Path) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "MOLECULE_"))}
-    env |= {
-        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
-        "ANSIBLE_LIBRARY": str(work / "library"),
-        "ANSIBLE_GATHERING": "explicit",
-        "ANSIBLE_RETRY_FILES_ENABLED": "false",
-        "ANSIBLE_NOCOLOR": "1",
-    }
-    done = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", str(work / "hosts.json"), str(work / "play.yml")],
-        capture_output=True, text=True, check=False, cwd=ROOT, env=env,
-    )  # fmt: skip
-    start = done.stdout.find("{")
-    assert done.returncode == 0 and start >= 0, done.stdout[-3000:] + done.stderr[-2000:]
-    report: dict[str, Any] = json.loads(done.stdout[start:])
-    return report
-
-
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], list[Any]]:
     """Each configuration file's text, and the stats of both runs."""
@@ -167,7 +145,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], 
     (work / "library/fake_hostname.py").write_text(HOSTNAME_MODULE)
     (work / "hosts.json").write_text(json.dumps(_inventory(work)))
     (work / "play.yml").write_text(yaml.safe_dump(_playbook(out), sort_keys=False))
-    stats = [_run(work)["stats"] for _ in range(2)]
+    stats = [run_playbook(work, ANSIBLE_LIBRARY=str(work / "library"))["stats"] for _ in range(2)]
     return {name: (out / name).read_text() for name in CONFIGS}, stats
 
 

@@ -11,7 +11,6 @@ lab hosts, then a fifth worker joining, then leaving again. When promtool is on 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -21,8 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
+from tests.roles.playbook import ROOT, run_playbook
+
 ROLE = ROOT / "roles/monitoring"
 HOSTS = {"controller": ["controller1"], "storage": ["storage1"], "workers": ["worker1", "worker2"]}
 JOINED = HOSTS | {"workers": ["worker1", "worker2", "worker3"]}
@@ -73,21 +72,7 @@ def _run(work: Path, groups: dict[str, list[str]]) -> dict[str, bool]:
         }
     }  # fmt: skip
     (work / "hosts.json").write_text(json.dumps(inventory))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "MOLECULE_"))}
-    env |= {
-        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
-        "ANSIBLE_GATHERING": "explicit",
-        "ANSIBLE_RETRY_FILES_ENABLED": "false",
-        "ANSIBLE_NOCOLOR": "1",
-    }
-    done = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", str(work / "hosts.json"), str(work / "play.yml")],
-        capture_output=True, text=True, check=False, cwd=ROOT, env=env,
-    )  # fmt: skip
-    start = done.stdout.find("{")
-    assert done.returncode == 0 and start >= 0, done.stdout[-3000:] + done.stderr[-2000:]
-    report = json.loads(done.stdout[start:])
+    report = run_playbook(work)
     return {
         task["task"]["name"]: bool(task["hosts"]["controller1"].get("changed"))
         for task in report["plays"][0]["tasks"]
