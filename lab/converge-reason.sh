@@ -40,10 +40,7 @@ changed=$(diff <(inputs) "$mark" | awk '/^[<>]/ { print (length($2) == 64 && $2 
 [ -z "$changed" ] || { echo "$changed changed since the last converge"; exit 0; }
 
 . lab/lib.sh
-started=$(podman container inspect --format '{{.State.StartedAt.Unix}}' "${LAB_NODES[@]/#/$LAB_PREFIX}" 2>/dev/null \
-  | sort -n | tail -n 1) || true
-[ -n "$started" ] && ((started < $(stat -c %Y "$mark"))) \
-  || { echo "a node was created or started since the last converge"; exit 0; }
+lab_started_before "$mark" || { echo "a node was created or started since the last converge"; exit 0; }
 
 # One podman exec per node, all at once: systemd's state and the enabled services (but
 # one-shots) that are not active, a daemon stopped by hand say; on the controller, Slurm's nodes.

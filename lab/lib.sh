@@ -14,3 +14,11 @@ unset lab_definition
 LAB_LABEL=gpulab.lab=1
 
 lab_step() { printf '==> [lab] %s\n' "$*"; }
+
+# Whether every lab node was started (or created) before FILE was last written: one podman call.
+lab_started_before() {
+  local started
+  started=$(podman container inspect --format '{{.State.StartedAt.Unix}}' "${LAB_NODES[@]/#/$LAB_PREFIX}" 2>/dev/null \
+    | sort -n | tail -n 1) || true
+  [ -n "$started" ] && ((started < $(stat -c %Y "$1")))
+}

@@ -31,11 +31,7 @@ playbooks=collections/ansible_collections/gpulab/cluster/playbooks
 [ -s "$stamp" ] && [ -s build/validate/lab-report.md ] \
   || { echo "no passed validation of this lab yet"; exit 0; }
 . lab/lib.sh
-validated=$(stat -c %Y "$stamp")
-started=$(podman container inspect --format '{{.State.StartedAt.Unix}}' "${LAB_NODES[@]/#/$LAB_PREFIX}" 2>/dev/null \
-  | sort -n | tail -n 1) || true
-[ -n "$started" ] && ((started < validated)) \
-  || { echo "a node was created or started since the last validation"; exit 0; }
+lab_started_before "$stamp" || { echo "a node was created or started since the last validation"; exit 0; }
 newer=$(find "$playbooks/validate.yml" "$playbooks/templates" payload/examples -newer "$stamp" -print -quit)
 [ -z "$newer" ] || { echo "$newer changed since the last validation"; exit 0; }
 hosts=$(changed_hosts "$log")
