@@ -18,6 +18,20 @@ def run_steps(progress: Progress) -> None:
     progress.finish()
 
 
+def _read_all(leader: int) -> bytes:
+    """Everything written to the pseudo-terminal: one read may return only the first write's
+    bytes; once the other end is closed and drained, Linux answers EIO."""
+    chunks = []
+    try:
+        while chunk := os.read(leader, 4096):
+            chunks.append(chunk)
+    except OSError:
+        pass
+    finally:
+        os.close(leader)
+    return b"".join(chunks)
+
+
 def test_a_file_or_pipe_gets_one_plain_line_per_step() -> None:
     log = io.StringIO()
     run_steps(Progress(2, log))
@@ -29,8 +43,7 @@ def test_a_terminal_gets_a_bar_redrawn_in_place() -> None:
     with open(follower, "w", encoding="utf-8") as terminal:
         assert terminal.isatty()
         run_steps(Progress(2, terminal))
-    text = os.read(leader, 4096).decode()
-    os.close(leader)
+    text = _read_all(leader).decode()
     bar = "#" * 15 + "." * 15
     # The terminal turns "\n" into "\r\n" (onlcr): the bar's lines start with "\r" regardless.
     assert text.startswith(f"\r[{bar}] 1/2 vulkan copy n=1024")
