@@ -22,14 +22,12 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.roles.playbook import BIN, ROOT, run_playbook
 from tests.roles.test_gres_rendering import (
-    BIN,
     HOSTNAME_MODULE,
     READ_DEVICES,
-    ROOT,
     TEMPLATES,
     WORKERS,
-    _run,
     _worker,
 )
 
@@ -105,7 +103,9 @@ def _render(work: Path, workers: dict[str, dict[str, Any]]) -> tuple[Path, list[
     }
     (work / "hosts.json").write_text(json.dumps(inventory))
     (work / "play.yml").write_text(yaml.safe_dump(_playbook(out), sort_keys=False))
-    return out, [_run(work)["stats"] for _ in range(2)]
+    return out, [
+        run_playbook(work, ANSIBLE_LIBRARY=str(work / "library"))["stats"] for _ in range(2)
+    ]
 
 
 @pytest.fixture(scope="module")
