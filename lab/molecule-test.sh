@@ -63,10 +63,10 @@ print(f"molecule test ({scenario}): {'PASSED' if rc == 0 else f'FAILED (exit {rc
 print(f"  cold converge                 {fmt(converges, 0)}")
 print(f"  idempotent converge           {fmt(converges, 1)}")
 print(f"  one-line Slurm job round trip {fmt(trips, 0, digits=3)}")
-# The steps after the idempotent converge (molecule/default: check.yml, grow.yml), and the
-# converges inside grow.yml ({"step": ..., "seconds": ...}).
+# The steps after the idempotent converge (molecule/default: check.yml, drift.yml, grow.yml),
+# and the converges inside drift.yml and grow.yml ({"step": ..., "seconds": ...}).
 for r in records:
-    if r.get("playbook") in ("check.yml", "grow.yml"):
+    if r.get("playbook") in ("check.yml", "drift.yml", "grow.yml"):
         print(f"  {r['playbook']:<29} {r['seconds']:.1f} s")
 for r in records:
     if "step" in r:
