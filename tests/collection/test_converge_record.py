@@ -119,3 +119,20 @@ def test_tree_digest_follows_every_file(tmp_path: Path) -> None:
     assert digests.tree_digest([str(role), str(tmp_path / "absent")]) != digests.tree_digest(
         str(role)
     )
+
+
+def test_accounts_and_groups_are_recorded_by_entry(
+    capsys: pytest.CaptureFixture[str], managed: dict[str, Any]
+) -> None:
+    accounts = dict(
+        managed, users=["root", "gpulab-no-such-user"], groups=["root", "gpulab-no-such-group"]
+    )
+    run(capsys, state="record", **accounts)
+    record = json.loads(Path(managed["path"]).read_text())
+    assert record["users"]["root"][:2] == [0, 0] and record["users"]["root"][3] == "/root"
+    assert record["users"]["gpulab-no-such-user"] is None
+    assert record["groups"] == {"root": 0, "gpulab-no-such-group": None}
+    assert run(capsys, **accounts)["holds"] is True
+    record["groups"]["root"] = 4242
+    Path(managed["path"]).write_text(json.dumps(record))
+    assert run(capsys, **accounts)["reason"] == "group root differs from the last converge"

@@ -22,6 +22,8 @@ description:
     every service active and enabled - and names the first difference in RV(reason). The role
     then runs its tasks only where it does not hold, so a converge with nothing to do costs one
     module run per role and host.
+  - Whole files that other roles change too (C(/etc/passwd) as packages add their users) do not
+    belong in O(files): O(users) and O(groups) record only the accounts a role manages.
   - A check that finds the record does not hold removes it (unless in check mode), so that a
     converge that then fails half-way leaves no record behind and the next converge runs in full.
   - What it cannot see is drift outside these files, packages and services (a user deleted, a
@@ -61,6 +63,18 @@ options:
     type: list
     elements: str
     default: []
+  users:
+    description: The accounts the role manages, recorded as their C(/etc/passwd) entry (or absent).
+    type: list
+    elements: str
+    default: []
+  groups:
+    description:
+      - The groups the role manages, recorded with their GID (or absent). Not their members, which
+        other roles add to (device groups for job users).
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     description: Runs in check mode; C(check) reads only, C(record) predicts the change.
@@ -96,9 +110,11 @@ reason:
   sample: /etc/slurm/slurm.conf differs from the last converge
 """
 
+import grp
 import hashlib
 import json
 import os
+import pwd
 import subprocess
 from typing import Any
 
@@ -111,6 +127,8 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "files": {"type": "list", "elements": "path", "default": []},
     "packages": {"type": "list", "elements": "str", "default": []},
     "services": {"type": "list", "elements": "str", "default": []},
+    "users": {"type": "list", "elements": "str", "default": []},
+    "groups": {"type": "list", "elements": "str", "default": []},
 }
 
 
@@ -155,6 +173,23 @@ def package_versions(packages: list[str]) -> dict[str, str | None]:
     return versions
 
 
+def account(name: str) -> list[Any] | None:
+    """An account's /etc/passwd entry but its password field, or None where there is none."""
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return None
+    return [entry.pw_uid, entry.pw_gid, entry.pw_gecos, entry.pw_dir, entry.pw_shell]
+
+
+def group(name: str) -> int | None:
+    """A group's GID, or None where there is none."""
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        return None
+
+
 def service_problem(services: list[str]) -> str:
     """The first service that is not active or not enabled, as a sentence; '' for none."""
     if not services:
@@ -178,6 +213,8 @@ def host_state(params: dict[str, Any]) -> dict[str, Any]:
         "files": {path: file_digest(path) for path in params["files"]},
         "packages": package_versions(params["packages"]),
         "services": sorted(params["services"]),
+        "users": {name: account(name) for name in params["users"]},
+        "groups": {name: group(name) for name in params["groups"]},
     }
 
 
@@ -193,6 +230,10 @@ def first_difference(recorded: dict[str, Any], now: dict[str, Any]) -> str:
             return f"package {name} differs from the last converge"
     if recorded.get("services") != now["services"]:
         return "the services to run changed"
+    for kind in ("users", "groups"):
+        for name, entry in now[kind].items():
+            if recorded.get(kind, {}).get(name, "unrecorded") != entry:
+                return f"{kind[:-1]} {name} differs from the last converge"
     return ""
 
 
