@@ -23,7 +23,7 @@ description:
     then runs its tasks only where it does not hold, so a converge with nothing to do costs one
     module run per role and host.
   - Whole files that other roles change too (C(/etc/passwd) as packages add their users) do not
-    belong in O(files): O(users) and O(groups) record only the accounts a role manages.
+    belong in O(files); O(users) and O(groups) record only the accounts a role manages.
   - A check that finds the record does not hold removes it (unless in check mode), so that a
     converge that then fails half-way leaves no record behind and the next converge runs in full.
   - What it cannot see is drift outside these files, packages and services (a user deleted, a
