@@ -23,7 +23,16 @@ BIN = Path(sys.executable).parent
 ROLES = sorted(path.name for path in (COLLECTION / "roles").iterdir())
 # site imports the component playbooks, which import facts (and vulkan_devices) first.
 COMPONENTS = ("identity", "timesync", "munge", "storage", "vulkan", "slurm", "payload")
-PLAYBOOKS = ("site", "validate", "node_check", "facts", "vulkan_devices", *COMPONENTS, "monitoring", "upgrade")
+PLAYBOOKS = (
+    "site",
+    "validate",
+    "node_check",
+    "facts",
+    "vulkan_devices",
+    *COMPONENTS,
+    "monitoring",
+    "upgrade",
+)
 # A collection name inside a module key, a filter, a test or a lookup: `ns.coll.name`.
 FQCN = re.compile(r"(?<![\w.])([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)\.[a-z][a-z0-9_]*")
 IMPORT = re.compile(r"ansible_collections\.([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)")
