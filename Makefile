@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: help setup image image-trixie image-arm64 lab lab-up lab-fresh lab-down converge converge-now test lint \
         test-payload test-collection test-sanity test-molecule test-debian13 test-faults test-mixed-arch \
-        test-rollout test-upgrade test-scenarios fuzz-long shaders collection
+        test-rollout test-upgrade test-upgrade-path test-scenarios fuzz-long shaders collection
 
 help:
 	@echo "make lab        install everything, build the lab image, start the lab, converge, validate, self-test"
@@ -162,6 +162,10 @@ test-rollout: image collection
 test-upgrade: image collection
 	bash lab/molecule-test.sh --scenario upgrade
 
-test-scenarios: test-debian13 test-faults test-mixed-arch test-rollout test-upgrade
+# The roles upgrade Slurm 22.05 -> 23.11 -> 24.11 under running jobs (stand-ins: molecule/upgrade-path).
+test-upgrade-path: image-trixie collection
+	bash lab/molecule-test.sh --scenario upgrade-path
+
+test-scenarios: test-debian13 test-faults test-mixed-arch test-rollout test-upgrade test-upgrade-path
 
 test: lint test-payload test-collection test-sanity test-molecule native-sanitize native-arm64

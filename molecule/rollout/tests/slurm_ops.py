@@ -54,6 +54,17 @@ class Slurm:
             for _ in range(count)
         ]
 
+    def submit_sleep_jobs(self, count: int, seconds: int, name: str, *extra: str) -> list[str]:
+        """count one-CPU jobs that sleep this long (extra: more sbatch options)."""
+        options = " ".join(extra)
+        return [
+            self.on_controller(
+                f"sbatch --parsable --job-name={name} --cpus-per-task=1 --mem=256"
+                f" --output=/dev/null {options} --wrap='sleep {seconds}'"
+            ).strip()
+            for _ in range(count)
+        ]
+
     def release(self) -> None:
         """Lets the held jobs end (the marker on every worker)."""
         for worker in self.cluster.workers:
@@ -119,15 +130,17 @@ class Slurm:
 
     # --- Converges --------------------------------------------------------------------
     def converge(
-        self, extra_vars: dict[str, Any], workdir: Path
+        self, extra_vars: dict[str, Any], workdir: Path, playbook: str = str(PROJECT / "site.yml")
     ) -> subprocess.CompletedProcess[str]:
-        """site.yml again, as molecule converges it, with these inventory values on top."""
+        """site.yml (or another playbook) again, as molecule converges it, with these inventory
+        values on top."""
         values = workdir / "extra-vars.json"
         values.write_text(json.dumps(extra_vars))
         # The playbook timings of lab/molecule-test.sh are molecule's converges only.
         env = {k: v for k, v in os.environ.items() if k != "GPULAB_TIMINGS_FILE"}
+        env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks"  # for play_seconds
         return subprocess.run(
-            ["ansible-playbook", "-i", self.cluster.inventory, str(PROJECT / "site.yml"),
+            ["ansible-playbook", "-i", self.cluster.inventory, playbook,
              "--extra-vars", f"@{values}"],
             capture_output=True, text=True, env=env, check=False, timeout=1200,
         )  # fmt: skip
@@ -171,6 +184,37 @@ def decisions(output: str) -> list[str]:
     """The slurm role's decisions in a converge's output, once each (printed per host)."""
     found = re.findall(r'"msg": "(slurm: (?:restart|scontrol reconfigure)[^"]*)"', output)
     return sorted({" ".join(message.split()) for message in found})
+
+
+# profile_tasks' line under each task: "... (0:00:01.234)       0:01:10.123 ****".
+_PROFILE_LINE = re.compile(r"\(\d+:\d\d:\d\d\.\d+\)\s+(\d+):(\d\d):(\d\d\.\d+)")
+
+
+def play_seconds(output: str) -> list[tuple[str, float]]:
+    """[(play name, seconds)] in a playbook's output, in order (a serial play once per batch),
+    from the running totals that the profile_tasks callback prints (molecule's ansible.cfg)."""
+    marks: list[tuple[str, float]] = []
+    play = ""
+    for line in output.splitlines():
+        if line.startswith("PLAY [") and not line.startswith("PLAY RECAP"):
+            play = line[len("PLAY [") : line.index("]")]
+        elif play and (found := _PROFILE_LINE.search(line)):
+            hours, minutes, seconds = found.groups()
+            marks.append((play, int(hours) * 3600 + int(minutes) * 60 + float(seconds)))
+            play = ""
+    if not marks:
+        return []
+    hours, minutes, seconds = _PROFILE_LINE.findall(output)[-1]  # the final total
+    ends = [mark for _, mark in marks[1:]] + [
+        int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+    ]
+    names = [name for name, _ in marks]  # a serial play's batches numbered
+    numbered = [
+        f"{n} ({names[:i].count(n) + 1})" if names.count(n) > 1 else n for i, n in enumerate(names)
+    ]
+    return [
+        (n, round(end - start, 1)) for n, (_, start), end in zip(numbered, marks, ends, strict=True)
+    ]
 
 
 def timed(start: float) -> float:

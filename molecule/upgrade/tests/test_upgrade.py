@@ -1,6 +1,7 @@
 """Debian 12's Slurm 22.05 asked to become Debian 13's 24.11 under running and queued jobs: the
 accounting database backed up first, then the upgrade refused before any change, in one line
-per host. The steps build on each other and run in this order."""
+per host. The steps build on each other and run in this order. The upgrade that Slurm allows,
+through 23.11, is molecule/upgrade-path's."""
 
 from __future__ import annotations
 
@@ -22,15 +23,6 @@ Suites: trixie
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 """
-# What blocks the rest of the documented procedure here (docs/operations.md, "Upgrading Slurm").
-NO_INTERMEDIATE = (
-    "not automated: no Debian build of Slurm 23.02, 23.11 or 24.05 is reachable (deb.debian.org:"
-    " 22.05 bookworm, 24.11 trixie, 26.05 forky/sid; snapshot.debian.org does not answer). The one"
-    " reachable intermediate, Ubuntu 24.04's 23.11.4, needs glibc 2.38 (Debian 12 has 2.36) but"
-    " installs and runs on Debian 13 with libmysqlclient21 from Ubuntu for slurmdbd: the path"
-    " 22.05 held through the distribution upgrade, then 23.11, then 24.11 (docs/operations.md)"
-    " is written down, not run here"
-)
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +101,3 @@ def test_22_05_to_24_11_is_refused_before_any_change(
     assert set(slurm.accounted(jobs)) >= set(jobs), "sacct lost a job"
     print(f"\nthe refusal: {refusals[0]}")
     record_step("upgrade 22.05 -> 24.11 refused", seconds, len(lost))
-
-
-def test_rolling_upgrade_through_an_intermediate_release() -> None:
-    """slurmdbd, slurmctld, then each slurmd drained, via 23.11, then 24.11 (docs/operations.md)."""
-    pytest.skip(NO_INTERMEDIATE)

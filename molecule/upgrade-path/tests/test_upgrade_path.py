@@ -1,0 +1,165 @@
+"""Slurm 22.05 -> 23.11 -> 24.11 with `ansible-playbook gpulab.cluster.upgrade`, each step
+while jobs run and wait: no job lost, `sacct` lists every earlier job, a job queued before the
+first step still waits after the last, a new job runs, every node back in service. The steps
+build on each other and run in this order (molecule.yml says what stands in for what)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from slurm_fixtures import Record
+from slurm_ops import Slurm, play_seconds, timed
+
+from lab.cluster_under_test import wait_for
+
+JOBS = 6  # one CPU each, more than the workers' CPUs: some run, the rest wait
+JOB_SECONDS = 30
+PREFERENCES = "/etc/apt/preferences.d/gpulab-held"
+REPO_SOURCE = "/etc/apt/sources.list.d/gpulab-slurm-23.11.list"
+REPO_LINE = "deb [trusted=yes] file:/var/lib/gpulab-slurm-23.11 ./"
+# slurmdbd 22.05 needs MariaDB 10.11 (docs/operations.md): Debian 12's until the last step.
+MARIADB_HELD = "Package: mariadb* libmariadb* mysql-common galera*\nPin: release n=bookworm\n"
+SLURM_2311 = "Package: slurm* libslurm*\nPin: version 23.11.*\n"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One run of the upgrade playbook: what apt may install, and what runs afterwards."""
+
+    slurm: str
+    mariadb: str
+    preferences: str  # /etc/apt/preferences.d/gpulab-held on every host
+    repository: bool = False  # Slurm 23.11's local repository in apt's sources
+
+    @property
+    def restarts(self) -> bool:
+        return self.mariadb == "10.11"  # the MariaDB step leaves the Slurm daemons alone
+
+
+STEPS = {
+    "Slurm 23.11": Step(
+        "23.11",
+        "10.11",
+        f"{SLURM_2311}Pin-Priority: 1001\n\n{MARIADB_HELD}Pin-Priority: 1001\n",
+        True,
+    ),
+    "Slurm 24.11": Step("24.11", "10.11", f"{MARIADB_HELD}Pin-Priority: 1001\n"),
+    "MariaDB 11.8": Step("24.11", "11.8", ""),
+}
+EARLIER: list[str] = []  # every job submitted so far: sacct must keep listing them
+
+
+def _release(version: str) -> str:
+    """The major release of a Slurm version: "23.11" for "23.11.4-1.2ubuntu5"."""
+    return ".".join(version.strip().split(".")[:2])
+
+
+def _versions(slurm: Slurm) -> dict[str, str]:
+    """{host: the release of its installed Slurm (slurm-client)}."""
+    query = "dpkg-query --show --showformat='${Version}' slurm-client"
+    return {host: _release(slurm.run(host, query)) for host in slurm.cluster.hosts}
+
+
+def _running_releases(slurm: Slurm) -> set[str]:
+    """The releases of the running slurmctld and every registered slurmd."""
+    controller = slurm.on_controller("scontrol show config | sed -n 's/^SLURM_VERSION *= *//p'")
+    daemons = slurm.on_controller("sinfo --noheader --Node --format=%v").split()
+    return {_release(v) for v in [controller, *daemons]}
+
+
+def _with_running(queue: dict[str, str]) -> dict[str, str] | None:
+    return queue if "RUNNING" in queue.values() else None
+
+
+def _new_job_completes(slurm: Slurm) -> str:
+    job = slurm.on_controller("sbatch --parsable --output=/dev/null --wrap=true").strip()
+    EARLIER.append(job)
+    return slurm.wait_jobs_final([job], timeout=120)[job]
+
+
+@pytest.fixture(scope="module")
+def waiting_job(slurm: Slurm) -> str:
+    """A job queued to start in three hours: it must wait through every step."""
+    assert slurm.wait_nodes_in_service(timeout=120), f"not in service: {slurm.node_states()}"
+    job = slurm.on_controller(
+        "sbatch --parsable --job-name=upgrade-waits --begin=now+3hours --output=/dev/null"
+        " --wrap=true"
+    ).strip()
+    EARLIER.append(job)
+    return job
+
+
+def test_the_cluster_starts_on_22_05_with_accounting(slurm: Slurm, waiting_job: str) -> None:
+    assert set(_versions(slurm).values()) == {"22.05"}, _versions(slurm)
+    assert _running_releases(slurm) == {"22.05"}
+    assert _new_job_completes(slurm) == "COMPLETED"
+    assert set(slurm.accounted(EARLIER)) == set(EARLIER)
+
+
+@pytest.mark.parametrize("name", list(STEPS))
+def test_upgrade_step(
+    slurm: Slurm, waiting_job: str, name: str, tmp_path: Path, record_step: Record
+) -> None:
+    """This step's package sources on every host, then the upgrade playbook while jobs run and
+    wait; afterwards every host and daemon at this step's releases, nothing lost, and the
+    daemons restarted once each in Slurm's order (or, for MariaDB, not at all)."""
+    step = STEPS[name]
+    for host in slurm.cluster.hosts:
+        pin = f"printf '%s' '{step.preferences}' > {PREFERENCES}"
+        slurm.run(host, pin if step.preferences else f"rm -f {PREFERENCES}")
+        slurm.run(
+            host,
+            f"echo '{REPO_LINE}' > {REPO_SOURCE}" if step.repository else f"rm -f {REPO_SOURCE}",
+        )
+    jobs = slurm.submit_sleep_jobs(JOBS, JOB_SECONDS, f"upgrade-{step.slurm}")
+    EARLIER.extend(jobs)
+    queue = wait_for(lambda: _with_running(slurm.queue()), 60)
+    daemons = slurm.daemons()
+    start = time.monotonic()
+    upgrade = slurm.converge(
+        {"slurm_upgrade_backup": f"/var/backups/slurm_acct_db-before-{name.replace(' ', '-')}.sql"},
+        tmp_path,
+        playbook="gpulab.cluster.upgrade",
+    )
+    seconds = timed(start)
+    assert upgrade.returncode == 0, upgrade.stdout[-4000:] + upgrade.stderr[-2000:]
+    assert queue, "no job ran when the upgrade began"
+
+    finals = slurm.wait_jobs_final(jobs, timeout=300)
+    lost = [job for job, state in finals.items() if state != "COMPLETED"]
+    assert set(_versions(slurm).values()) == {step.slurm}, _versions(slurm)
+    assert slurm.wait_nodes_in_service(timeout=120), f"not in service: {slurm.node_states()}"
+    assert _running_releases(slurm) == {step.slurm}
+    assert slurm.on_controller("mysql -N -e 'select version()'").startswith(step.mariadb + ".")
+    after = slurm.daemons()
+    if step.restarts:
+        assert not set(daemons.items()) & set(after.items()), f"not restarted: {after}"
+        dbd, ctld = (
+            int(after[f"{slurm.cluster.controller} {d}"].split()[1])
+            for d in ("slurmdbd", "slurmctld")
+        )
+        assert dbd < ctld, f"slurmctld restarted before slurmdbd: {after}"
+    else:
+        assert after == daemons, "a Slurm daemon restarted"
+    assert slurm.queue().get(waiting_job) == "PENDING", slurm.queue()
+    assert _new_job_completes(slurm) == "COMPLETED"
+    assert not lost, finals
+    missing = set(EARLIER) - set(slurm.accounted(EARLIER))
+    assert not missing, f"sacct lost {sorted(missing)}"
+    conversions = slurm.on_controller(
+        "grep -c 'Conversion done: success' /var/log/slurm/slurmdbd.log", check=False
+    )
+    stages = "; ".join(f"{play} {secs:.0f} s" for play, secs in play_seconds(upgrade.stdout))
+    print(f"  slurmdbd database conversions so far: {conversions.strip()}")
+    record_step(f"upgrade to {name}", seconds, len(lost), stages)
+
+
+def test_the_queued_job_is_kept_to_the_end(slurm: Slurm, waiting_job: str) -> None:
+    """Cancelled now, it is recorded like every other job."""
+    slurm.on_controller(f"scancel {waiting_job}")
+    assert slurm.wait_jobs_final([waiting_job], timeout=60)[waiting_job].startswith("CANCELLED")
+    missing = set(EARLIER) - set(slurm.accounted(EARLIER))
+    assert not missing, f"sacct lost {sorted(missing)}"
