@@ -162,8 +162,8 @@ test-rollout: image collection
 test-upgrade: image collection
 	bash lab/molecule-test.sh --scenario upgrade
 
-# The roles upgrade Slurm 22.05 -> 23.11 -> 24.11 under running jobs (stand-ins: molecule/upgrade-path).
-test-upgrade-path: image-trixie collection
+# Debian 12 -> 13 node by node, then Slurm 22.05 -> 23.11 -> 24.11 by the roles, jobs running.
+test-upgrade-path: image collection
 	bash lab/molecule-test.sh --scenario upgrade-path
 
 test-scenarios: test-debian13 test-faults test-mixed-arch test-rollout test-upgrade test-upgrade-path

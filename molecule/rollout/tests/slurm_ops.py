@@ -130,10 +130,14 @@ class Slurm:
 
     # --- Converges --------------------------------------------------------------------
     def converge(
-        self, extra_vars: dict[str, Any], workdir: Path, playbook: str = str(PROJECT / "site.yml")
+        self,
+        extra_vars: dict[str, Any],
+        workdir: Path,
+        playbook: str = str(PROJECT / "site.yml"),
+        limit: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """site.yml (or another playbook) again, as molecule converges it, with these inventory
-        values on top."""
+        values on top (and on these hosts only)."""
         values = workdir / "extra-vars.json"
         values.write_text(json.dumps(extra_vars))
         # The playbook timings of lab/molecule-test.sh are molecule's converges only.
@@ -141,7 +145,7 @@ class Slurm:
         env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks"  # for play_seconds
         return subprocess.run(
             ["ansible-playbook", "-i", self.cluster.inventory, playbook,
-             "--extra-vars", f"@{values}"],
+             "--extra-vars", f"@{values}", *(["--limit", limit] if limit else [])],
             capture_output=True, text=True, env=env, check=False, timeout=1200,
         )  # fmt: skip
 

@@ -1,12 +1,15 @@
-"""Slurm 22.05 -> 23.11 -> 24.11 with `ansible-playbook gpulab.cluster.upgrade`, each step
-while jobs run and wait: no job lost, `sacct` lists every earlier job, a job queued before the
-first step still waits after the last, a new job runs, every node back in service. The steps
-build on each other and run in this order (molecule.yml says what stands in for what)."""
+"""Debian 12 to Debian 13 under running and waiting jobs: each node's distribution upgrade with
+Slurm and MariaDB held, then Slurm 22.05 -> 23.11 -> 24.11 and MariaDB 10.11 -> 11.8 with
+`ansible-playbook gpulab.cluster.upgrade`. After each step: no job lost, `sacct` lists every
+earlier job, a job queued before the first step still waits, a new job runs, every node back in
+service. The steps build on each other and run in this order (molecule.yml: the stand-in)."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -20,9 +23,36 @@ JOB_SECONDS = 30
 PREFERENCES = "/etc/apt/preferences.d/gpulab-held"
 REPO_SOURCE = "/etc/apt/sources.list.d/gpulab-slurm-23.11.list"
 REPO_LINE = "deb [trusted=yes] file:/var/lib/gpulab-slurm-23.11 ./"
+# Held by version, whichever source has it (Debian 12's security updates too).
+SLURM_HELD = "Package: slurm* libslurm*\nPin: version 22.05.*\nPin-Priority: 1001\n"
+SLURM_2311 = "Package: slurm* libslurm*\nPin: version 23.11.*\nPin-Priority: 1001\n"
 # slurmdbd 22.05 needs MariaDB 10.11 (docs/operations.md): Debian 12's until the last step.
-MARIADB_HELD = "Package: mariadb* libmariadb* mysql-common galera*\nPin: release n=bookworm\n"
-SLURM_2311 = "Package: slurm* libslurm*\nPin: version 23.11.*\n"
+MARIADB_HELD = "Package: mariadb* libmariadb*\nPin: version 1:10.11.*\nPin-Priority: 1001\n"
+# Debian 12's own sources, kept for the held packages once the image's point at Debian 13.
+BOOKWORM = """\
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://security.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+"""
+# A node's distribution upgrade, Slurm and MariaDB held (docs/operations.md, "Debian 12 to 13").
+DIST_UPGRADE = f"""set -e
+export DEBIAN_FRONTEND=noninteractive
+printf '%s' '{SLURM_HELD}
+{MARIADB_HELD}' > {PREFERENCES}
+printf '%s' '{BOOKWORM}' > /etc/apt/sources.list.d/bookworm.sources
+sed -i 's/bookworm/trixie/g' /etc/apt/sources.list.d/debian.sources
+apt-get update -qq
+apt-get full-upgrade -y -qq -o Dpkg::Options::=--force-confold >/tmp/dist-upgrade.log 2>&1 ||
+  {{ tail -20 /tmp/dist-upgrade.log >&2; exit 1; }}
+"""
 
 
 @dataclass(frozen=True)
@@ -40,13 +70,8 @@ class Step:
 
 
 STEPS = {
-    "Slurm 23.11": Step(
-        "23.11",
-        "10.11",
-        f"{SLURM_2311}Pin-Priority: 1001\n\n{MARIADB_HELD}Pin-Priority: 1001\n",
-        True,
-    ),
-    "Slurm 24.11": Step("24.11", "10.11", f"{MARIADB_HELD}Pin-Priority: 1001\n"),
+    "Slurm 23.11": Step("23.11", "10.11", f"{SLURM_2311}\n{MARIADB_HELD}", repository=True),
+    "Slurm 24.11": Step("24.11", "10.11", MARIADB_HELD),
     "MariaDB 11.8": Step("24.11", "11.8", ""),
 }
 EARLIER: list[str] = []  # every job submitted so far: sacct must keep listing them
@@ -92,11 +117,85 @@ def waiting_job(slurm: Slurm) -> str:
     return job
 
 
-def test_the_cluster_starts_on_22_05_with_accounting(slurm: Slurm, waiting_job: str) -> None:
+def test_the_cluster_starts_on_debian_12_with_accounting(slurm: Slurm, waiting_job: str) -> None:
+    releases = {h: slurm.run(h, "cat /etc/debian_version").strip() for h in slurm.cluster.hosts}
+    assert all(r.startswith("12.") for r in releases.values()), releases
     assert set(_versions(slurm).values()) == {"22.05"}, _versions(slurm)
     assert _running_releases(slurm) == {"22.05"}
     assert _new_job_completes(slurm) == "COMPLETED"
     assert set(slurm.accounted(EARLIER)) == set(EARLIER)
+
+
+def _reboot(slurm: Slurm, host: str) -> None:
+    """The container restarted, as a host reboots after its distribution upgrade."""
+    restart = ["podman", "restart", slurm.cluster.container(host)]
+    subprocess.run(restart, check=True, capture_output=True, timeout=120)
+    booted = wait_for(
+        lambda: (
+            slurm.run(host, "systemctl is-system-running --wait", check=False).strip()
+            in ("running", "degraded")
+        ),
+        timeout=120,
+        interval=2,
+    )
+    assert booted, f"{host} did not boot: {slurm.run(host, 'systemctl --failed', check=False)}"
+
+
+def _idle(slurm: Slurm, node: str) -> bool:
+    return not slurm.on_controller(f"squeue --noheader --nodelist={node} --format=%i").strip()
+
+
+def test_debian_12_to_13_node_by_node_with_slurm_held(
+    slurm: Slurm, waiting_job: str, tmp_path: Path, record_step: Record
+) -> None:
+    """Controller first, then the storage host, then each worker drained: its distribution
+    upgraded (Slurm and MariaDB held at Debian 12's), rebooted, converged again (site.yml
+    --limit with the controller: the payload's venv is made anew for Debian 13's Python) and
+    resumed."""
+    cluster = slurm.cluster
+    jobs = slurm.submit_sleep_jobs(JOBS, JOB_SECONDS, "dist-upgrade")
+    EARLIER.extend(jobs)
+    assert wait_for(lambda: _with_running(slurm.queue()), 60), "no job ran"
+    order = [
+        cluster.controller,
+        *(h for h in cluster.hosts if h != cluster.controller and h not in cluster.workers),
+        *cluster.workers,
+    ]
+    start, times = time.monotonic(), []
+    for host in order:
+        began = time.monotonic()
+        node = cluster.node_name(host)
+        if host in cluster.workers:
+            slurm.on_controller(
+                f"scontrol update nodename={node} state=drain reason='distribution upgrade'"
+            )
+            assert wait_for(partial(_idle, slurm, node), 300), f"{node} still runs jobs"
+        slurm.run(host, DIST_UPGRADE, timeout=900)
+        _reboot(slurm, host)
+        # With the controller: a worker's node description may change with its distribution
+        # (Mesa's device, its features), which only the controller's nodes.conf can announce.
+        converge = slurm.converge(
+            {}, tmp_path, limit=",".join(dict.fromkeys([host, cluster.controller]))
+        )
+        assert converge.returncode == 0, converge.stdout[-4000:] + converge.stderr[-2000:]
+        if host in cluster.workers:
+            slurm.on_controller(f"scontrol update nodename={node} state=resume")
+        times.append(f"{node} {timed(began):.0f} s")
+    seconds = timed(start)
+
+    finals = slurm.wait_jobs_final(jobs, timeout=300)
+    lost = [job for job, state in finals.items() if state != "COMPLETED"]
+    releases = {h: slurm.run(h, "cat /etc/debian_version").strip() for h in cluster.hosts}
+    assert all(r.startswith("13.") for r in releases.values()), releases
+    assert set(_versions(slurm).values()) == {"22.05"}, _versions(slurm)
+    assert slurm.on_controller("mysql -N -e 'select version()'").startswith("10.11.")
+    assert slurm.wait_nodes_in_service(timeout=120), f"not in service: {slurm.node_states()}"
+    assert slurm.queue().get(waiting_job) == "PENDING", slurm.queue()
+    assert _new_job_completes(slurm) == "COMPLETED"
+    assert not lost, finals
+    missing = set(EARLIER) - set(slurm.accounted(EARLIER))
+    assert not missing, f"sacct lost {sorted(missing)}"
+    record_step("Debian 12 -> 13, Slurm held", seconds, len(lost), "; ".join(times))
 
 
 @pytest.mark.parametrize("name", list(STEPS))
