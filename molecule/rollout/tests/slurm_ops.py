@@ -118,6 +118,11 @@ class Slurm:
 
         return wait_for(probe, timeout, interval=2) or {}
 
+    def installed_versions(self) -> dict[str, str]:
+        """{host: the version of its installed Slurm (slurm-client, which every host has)}."""
+        query = "dpkg-query --show --showformat='${Version}' slurm-client"
+        return {host: self.run(host, query) for host in self.cluster.hosts}
+
     def daemons(self) -> dict[str, str]:
         """{"host daemon": "PID start-time"} of slurmctld, slurmdbd and every slurmd."""
         wanted = [(self.cluster.controller, d) for d in ("slurmdbd", "slurmctld")]

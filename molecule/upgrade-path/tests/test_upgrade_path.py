@@ -82,10 +82,22 @@ def _release(version: str) -> str:
     return ".".join(version.strip().split(".")[:2])
 
 
-def _versions(slurm: Slurm) -> dict[str, str]:
-    """{host: the release of its installed Slurm (slurm-client)}."""
-    query = "dpkg-query --show --showformat='${Version}' slurm-client"
-    return {host: _release(slurm.run(host, query)) for host in slurm.cluster.hosts}
+def _releases(slurm: Slurm) -> dict[str, str]:
+    """{host: the release of its installed Slurm}."""
+    return {host: _release(v) for host, v in slurm.installed_versions().items()}
+
+
+def _debian_releases(slurm: Slurm) -> dict[str, str]:
+    return {h: slurm.run(h, "cat /etc/debian_version").strip() for h in slurm.cluster.hosts}
+
+
+def _mariadb_version(slurm: Slurm) -> str:
+    return slurm.on_controller("mysql -N -e 'select version()'")
+
+
+def _unaccounted(slurm: Slurm) -> list[str]:
+    """The jobs submitted so far that sacct does not list."""
+    return sorted(set(EARLIER) - set(slurm.accounted(EARLIER)))
 
 
 def _running_releases(slurm: Slurm) -> set[str]:
@@ -118,12 +130,12 @@ def waiting_job(slurm: Slurm) -> str:
 
 
 def test_the_cluster_starts_on_debian_12_with_accounting(slurm: Slurm, waiting_job: str) -> None:
-    releases = {h: slurm.run(h, "cat /etc/debian_version").strip() for h in slurm.cluster.hosts}
+    releases = _debian_releases(slurm)
     assert all(r.startswith("12.") for r in releases.values()), releases
-    assert set(_versions(slurm).values()) == {"22.05"}, _versions(slurm)
+    assert set(_releases(slurm).values()) == {"22.05"}, _releases(slurm)
     assert _running_releases(slurm) == {"22.05"}
     assert _new_job_completes(slurm) == "COMPLETED"
-    assert set(slurm.accounted(EARLIER)) == set(EARLIER)
+    assert not _unaccounted(slurm), f"sacct lost {_unaccounted(slurm)}"
 
 
 def _reboot(slurm: Slurm, host: str) -> None:
@@ -185,16 +197,15 @@ def test_debian_12_to_13_node_by_node_with_slurm_held(
 
     finals = slurm.wait_jobs_final(jobs, timeout=300)
     lost = [job for job, state in finals.items() if state != "COMPLETED"]
-    releases = {h: slurm.run(h, "cat /etc/debian_version").strip() for h in cluster.hosts}
+    releases = _debian_releases(slurm)
     assert all(r.startswith("13.") for r in releases.values()), releases
-    assert set(_versions(slurm).values()) == {"22.05"}, _versions(slurm)
-    assert slurm.on_controller("mysql -N -e 'select version()'").startswith("10.11.")
+    assert set(_releases(slurm).values()) == {"22.05"}, _releases(slurm)
+    assert _mariadb_version(slurm).startswith("10.11.")
     assert slurm.wait_nodes_in_service(timeout=120), f"not in service: {slurm.node_states()}"
     assert slurm.queue().get(waiting_job) == "PENDING", slurm.queue()
     assert _new_job_completes(slurm) == "COMPLETED"
     assert not lost, finals
-    missing = set(EARLIER) - set(slurm.accounted(EARLIER))
-    assert not missing, f"sacct lost {sorted(missing)}"
+    assert not (missing := _unaccounted(slurm)), f"sacct lost {missing}"
     record_step("Debian 12 -> 13, Slurm held", seconds, len(lost), "; ".join(times))
 
 
@@ -229,10 +240,10 @@ def test_upgrade_step(
 
     finals = slurm.wait_jobs_final(jobs, timeout=300)
     lost = [job for job, state in finals.items() if state != "COMPLETED"]
-    assert set(_versions(slurm).values()) == {step.slurm}, _versions(slurm)
+    assert set(_releases(slurm).values()) == {step.slurm}, _releases(slurm)
     assert slurm.wait_nodes_in_service(timeout=120), f"not in service: {slurm.node_states()}"
     assert _running_releases(slurm) == {step.slurm}
-    assert slurm.on_controller("mysql -N -e 'select version()'").startswith(step.mariadb + ".")
+    assert _mariadb_version(slurm).startswith(step.mariadb + ".")
     after = slurm.daemons()
     if step.restarts:
         assert not set(daemons.items()) & set(after.items()), f"not restarted: {after}"
@@ -246,8 +257,7 @@ def test_upgrade_step(
     assert slurm.queue().get(waiting_job) == "PENDING", slurm.queue()
     assert _new_job_completes(slurm) == "COMPLETED"
     assert not lost, finals
-    missing = set(EARLIER) - set(slurm.accounted(EARLIER))
-    assert not missing, f"sacct lost {sorted(missing)}"
+    assert not (missing := _unaccounted(slurm)), f"sacct lost {missing}"
     conversions = slurm.on_controller(
         "grep -c 'Conversion done: success' /var/log/slurm/slurmdbd.log", check=False
     )
@@ -260,5 +270,4 @@ def test_the_queued_job_is_kept_to_the_end(slurm: Slurm, waiting_job: str) -> No
     """Cancelled now, it is recorded like every other job."""
     slurm.on_controller(f"scancel {waiting_job}")
     assert slurm.wait_jobs_final([waiting_job], timeout=60)[waiting_job].startswith("CANCELLED")
-    missing = set(EARLIER) - set(slurm.accounted(EARLIER))
-    assert not missing, f"sacct lost {sorted(missing)}"
+    assert not (missing := _unaccounted(slurm)), f"sacct lost {missing}"

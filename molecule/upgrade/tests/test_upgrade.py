@@ -33,13 +33,6 @@ def jobs(slurm: Slurm) -> list[str]:
     return slurm.submit_held_jobs(JOBS, "upgrade")
 
 
-def _versions(slurm: Slurm) -> dict[str, str]:
-    return {
-        host: slurm.run(host, "dpkg-query --show --showformat='${Version}' slurm-client")
-        for host in slurm.cluster.hosts
-    }
-
-
 def test_the_accounting_database_is_backed_up_first(
     slurm: Slurm, jobs: list[str], record_step: Record
 ) -> None:
@@ -63,7 +56,7 @@ def test_22_05_to_24_11_is_refused_before_any_change(
 ) -> None:
     """Debian 13's package source on every node, site.yml with slurm_package_state=latest:
     one refusal line per host, nothing installed, no daemon restarted, no job lost."""
-    versions, daemons = _versions(slurm), slurm.daemons()
+    versions, daemons = slurm.installed_versions(), slurm.daemons()
     assert {v.split(".")[:2] == ["22", "05"] for v in versions.values()} == {True}, versions
     for host in slurm.cluster.hosts:
         slurm.run(host, f"cat > {TRIXIE_SOURCES} <<'EOF'\n{TRIXIE}EOF")
@@ -93,7 +86,7 @@ def test_22_05_to_24_11_is_refused_before_any_change(
             and "skipping 23.02, 23.11, 24.05" in line
             for line in refusals
         ), (host, refusals)
-    assert _versions(slurm) == versions, "a package changed"
+    assert slurm.installed_versions() == versions, "a package changed"
     assert slurm.daemons() == daemons, "a daemon restarted"
     lost = [job for job, state in finals.items() if state != "COMPLETED"]
     assert not lost, finals
