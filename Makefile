@@ -11,7 +11,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 help:
 	@echo "make lab        install everything, build the lab image, start the lab, converge, validate, self-test"
-	@echo "make test       lint, payload tests, collection tests, molecule test (what CI runs)"
+	@echo "make test       molecule test beside lint, payload, sanity, native and collection tests (what CI runs)"
 	@echo "make lab-down   remove the lab"
 	@echo "make test-scenarios  the molecule scenarios CI leaves out: debian13, faults, mixed-arch, rollout, upgrade"
 
@@ -168,4 +168,7 @@ test-upgrade-path: image collection
 
 test-scenarios: test-debian13 test-faults test-mixed-arch test-rollout test-upgrade test-upgrade-path
 
-test: lint test-payload test-collection test-sanity test-molecule native-sanitize native-arm64
+# Every check below, molecule's default scenario beside the others (scripts/test.sh: the
+# reasons, the logs in build/test/); the prerequisites they share are built first, once.
+test: setup collection image native
+	@bash scripts/test.sh

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# `make test`'s checks, in two streams at once: molecule's default scenario (the longest,
+# about 13 min alone) and the others in order (lint, payload tests, ansible-test sanity, the
+# native tests, the collection tests). Every check of the sequential run, none dropped.
+# The others start once molecule has measured its cold and idempotent converges, so that
+# those two figures are taken with the machine to themselves (on 2 cores they came out 1.6x
+# and 1.9x slower beside the other checks), and run while molecule's later steps wait on
+# Slurm jobs and containers. Each check's output goes to build/test/CHECK.log; a check that
+# fails prints its log when it ends, the others go on, and the exit status is 1 if any failed.
+# The shared prerequisites (setup, collection, image, native) are built before this runs:
+# the checks' make targets are called with them marked done (make -o), so that two
+# streams never build them at once.
+# Usage: scripts/test.sh     (from the Makefile's test target)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+logs=build/test
+mkdir -p "$logs"
+rm -f "$logs"/*.log "$logs"/*.status
+prebuilt=(-o setup -o collection -o image -o native)
+other_checks=(lint test-payload test-sanity native-sanitize native-arm64 test-collection)
+
+# Machine-wide CPU time, busy and in all, in seconds: what the run used of what 2 x its
+# wall time offered (the floor of a run on this machine is busy / cores).
+cpu_seconds() {
+  awk '/^cpu /{busy = $2 + $3 + $4 + $7 + $8; print busy / 100, (busy + $5 + $6) / 100}' /proc/stat
+}
+
+# run_check NAME: one check's make target, its log and its status file.
+run_check() {
+  local name=$1 start=$SECONDS rc
+  make --no-print-directory "${prebuilt[@]}" "$name" >"$logs/$name.log" 2>&1
+  rc=$?
+  echo "$rc $((SECONDS - start))" >"$logs/$name.status"
+  if ((rc == 0)); then
+    printf '==> [test] %-16s passed in %4d s\n' "$name" "$((SECONDS - start))"
+  else
+    printf '==> [test] %-16s FAILED (exit %d) in %d s; its log (%s):\n' "$name" "$rc" "$((SECONDS - start))" "$logs/$name.log"
+    sed 's/^/    /' "$logs/$name.log"
+  fi
+  return "$rc"
+}
+
+read -r busy0 all0 < <(cpu_seconds)
+start=$SECONDS
+echo "==> [test] molecule's default scenario; after its idempotent converge, beside it: ${other_checks[*]}; logs in $logs/"
+# lab/molecule-test.sh's timings file: one {"playbook": "converge.yml", ...} line per converge.
+timings=lab/.state/molecule-timings-default
+rm -f "$timings"
+run_check test-molecule &
+molecule=$!
+converges_measured() {
+  local n
+  n=$(grep -c '"playbook": "converge.yml"' "$timings" 2>/dev/null)
+  echo "${n:-0}"
+}
+while kill -0 "$molecule" 2>/dev/null && (($(converges_measured) < 2)); do
+  sleep 2
+done
+for check in "${other_checks[@]}"; do
+  run_check "$check"
+done
+wait "$molecule"
+read -r busy1 all1 < <(cpu_seconds)
+
+# molecule's own summary (lab/molecule-test.sh prints it last): its steps' times.
+sed -n '/^=\{64\}$/,/^=\{64\}$/p' "$logs/test-molecule.log"
+failed=()
+for check in test-molecule "${other_checks[@]}"; do
+  read -r rc _ <"$logs/$check.status" || rc=1
+  ((rc == 0)) || failed+=("$check")
+done
+awk -v b="$busy1" -v b0="$busy0" -v a="$all1" -v a0="$all0" -v w="$((SECONDS - start))" 'BEGIN {
+  printf "==> [test] CPU: %.0f s busy of the %.0f s the cores offered (%.0f%%): on these cores no\n", b - b0, a - a0, 100 * (b - b0) / (a - a0)
+  printf "    order of the same work takes less than %.0f s\n", w * (b - b0) / (a - a0) }'
+if ((${#failed[@]})); then
+  echo "==> [test] FAILED in $((SECONDS - start)) s: ${failed[*]}"
+  exit 1
+fi
+echo "==> [test] every check passed in $((SECONDS - start)) s"
