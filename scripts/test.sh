@@ -5,7 +5,9 @@
 # The others start once molecule has measured its cold and idempotent converges, so that
 # those two figures are taken with the machine to themselves (on 2 cores they came out 1.6x
 # and 1.9x slower beside the other checks), and run while molecule's later steps wait on
-# Slurm jobs and containers. Each check's output goes to build/test/CHECK.log; a check that
+# Slurm jobs and containers. By then molecule's converge has built the payload's wheelhouse
+# (build/payload), which the collection tests' node check reuses instead of building it at the
+# same time. Each check's output goes to build/test/CHECK.log; a check that
 # fails prints its log when it ends, the others go on, and the exit status is 1 if any failed.
 # The shared prerequisites (setup, collection, image, native) are built before this runs:
 # the checks' make targets are called with them marked done (make -o), so that two
