@@ -168,7 +168,7 @@ test-upgrade-path: image collection
 
 test-scenarios: test-debian13 test-faults test-mixed-arch test-rollout test-upgrade test-upgrade-path
 
-# Every check below, molecule's default scenario beside the others (scripts/test.sh: the
+# Every check above, molecule's default scenario beside the others (scripts/test.sh: the
 # reasons, the logs in build/test/); the prerequisites they share are built first, once.
 test: setup collection image native
 	@bash scripts/test.sh
