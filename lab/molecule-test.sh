@@ -18,7 +18,8 @@ scenario_file=molecule/$scenario/molecule.yml
 
 state=$root/lab/.state
 mkdir -p "$state" "$LAB_APT_CACHE"
-export GPULAB_TIMINGS_FILE=$state/molecule-timings-$scenario
+# A caller that follows the run's progress names the file (scripts/test.sh).
+export GPULAB_TIMINGS_FILE=${GPULAB_TIMINGS_FILE:-$state/molecule-timings-$scenario}
 rm -f "$GPULAB_TIMINGS_FILE"
 
 start=$SECONDS

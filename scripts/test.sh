@@ -18,7 +18,10 @@ cd "$(dirname "$0")/.."
 
 logs=build/test
 mkdir -p "$logs"
-rm -f "$logs"/*.log "$logs"/*.status
+# Molecule's timings as lab/molecule-test.sh records them: one {"playbook": "converge.yml", ...}
+# line per converge.
+timings=$PWD/$logs/molecule-timings
+rm -f "$logs"/*.log "$logs"/*.status "$timings"
 prebuilt=(-o setup -o collection -o image -o native)
 other_checks=(lint test-payload test-sanity native-sanitize native-arm64 test-collection)
 
@@ -28,16 +31,18 @@ cpu_seconds() {
   awk '/^cpu /{busy = $2 + $3 + $4 + $7 + $8; print busy / 100, (busy + $5 + $6) / 100}' /proc/stat
 }
 
-# run_check NAME: one check's make target, its log and its status file.
+# run_check NAME: one check's make target, its log and its exit status (a file: the molecule
+# check runs in a subshell).
 run_check() {
-  local name=$1 start=$SECONDS rc
+  local name=$1 start=$SECONDS rc seconds
   make --no-print-directory "${prebuilt[@]}" "$name" >"$logs/$name.log" 2>&1
   rc=$?
-  echo "$rc $((SECONDS - start))" >"$logs/$name.status"
+  seconds=$((SECONDS - start))
+  echo "$rc" >"$logs/$name.status"
   if ((rc == 0)); then
-    printf '==> [test] %-16s passed in %4d s\n' "$name" "$((SECONDS - start))"
+    printf '==> [test] %-16s passed in %4d s\n' "$name" "$seconds"
   else
-    printf '==> [test] %-16s FAILED (exit %d) in %d s; its log (%s):\n' "$name" "$rc" "$((SECONDS - start))" "$logs/$name.log"
+    printf '==> [test] %-16s FAILED (exit %d) in %d s; its log (%s):\n' "$name" "$rc" "$seconds" "$logs/$name.log"
     sed 's/^/    /' "$logs/$name.log"
   fi
   return "$rc"
@@ -46,10 +51,7 @@ run_check() {
 read -r busy0 all0 < <(cpu_seconds)
 start=$SECONDS
 echo "==> [test] molecule's default scenario; after its idempotent converge, beside it: ${other_checks[*]}; logs in $logs/"
-# lab/molecule-test.sh's timings file: one {"playbook": "converge.yml", ...} line per converge.
-timings=lab/.state/molecule-timings-default
-rm -f "$timings"
-run_check test-molecule &
+GPULAB_TIMINGS_FILE=$timings run_check test-molecule &
 molecule=$!
 converges_measured() {
   local n
@@ -69,7 +71,7 @@ read -r busy1 all1 < <(cpu_seconds)
 sed -n '/^=\{64\}$/,/^=\{64\}$/p' "$logs/test-molecule.log"
 failed=()
 for check in test-molecule "${other_checks[@]}"; do
-  read -r rc _ <"$logs/$check.status" || rc=1
+  read -r rc <"$logs/$check.status" || rc=1
   ((rc == 0)) || failed+=("$check")
 done
 awk -v b="$busy1" -v b0="$busy0" -v a="$all1" -v a0="$all0" -v w="$((SECONDS - start))" 'BEGIN {

@@ -77,17 +77,24 @@ def _reference_inputs(graph: Any, node_id: str, values: dict[str, Any]) -> dict[
     }
 
 
+def _every_node(runner: Runner, document: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The graph with every node as an output, and its inputs' and nodes' values on `runner`."""
+    graph = load_graph(dict(document, outputs=[node["id"] for node in document["nodes"]]))
+    values: dict[str, Any] = {name: materialize(spec) for name, spec in graph.inputs.items()}
+    values.update(runner.run(graph).outputs)
+    return graph, values
+
+
 def _subnormal_norm(document: dict[str, Any]) -> bool:
     """Whether a normalize of the graph gets, on the reference, an input whose norm is
     nonzero but below float32's smallest normal number."""
-    graph = load_graph(dict(document, outputs=[node["id"] for node in document["nodes"]]))
-    values: dict[str, Any] = {name: materialize(spec) for name, spec in graph.inputs.items()}
-    values.update(Runner("cpu").run(graph).outputs)
-    norms = (
-        float(np.linalg.norm(np.asarray(values[node.inputs["x"].name], dtype=np.float64)))
-        for node in graph.nodes.values()
-        if node.op == "normalize" and not isinstance(node.inputs["x"], Literal)
+    graph, values = _every_node(Runner("cpu"), document)
+    normalized = (
+        np.asarray(_reference_inputs(graph, node_id, values)["x"], np.float64)
+        for node_id, node in graph.nodes.items()
+        if node.op == "normalize"
     )
+    norms = (float(np.linalg.norm(x)) for x in normalized)
     return any(0 < norm < SMALLEST_NORMAL for norm in norms)
 
 
@@ -103,10 +110,7 @@ def check(runner: Runner, document: dict[str, Any]) -> None:
     except NumericalError:
         assert _subnormal_norm(document), document
         return
-    every = dict(document, outputs=[node["id"] for node in document["nodes"]])
-    graph = load_graph(every)
-    values: dict[str, Any] = {name: materialize(spec) for name, spec in graph.inputs.items()}
-    values.update(runner.run(graph).outputs)
+    graph, values = _every_node(runner, document)
     for node_id, node in graph.nodes.items():
         inputs = _reference_inputs(graph, node_id, values)
         ref = reference.evaluate(node.op, inputs, node.params)
