@@ -211,10 +211,11 @@ def _filters() -> set[str]:
     return names
 
 
-def test_the_collection_readme_lists_every_role_module_filter_and_playbook() -> None:
+def test_the_collection_readme_lists_every_role_plugin_and_playbook() -> None:
     readme = (COLLECTION / "README.md").read_text()
     listed = set(re.findall(r"`gpulab\.cluster\.([a-z_]+)`", readme))
     modules = {path.stem for path in (COLLECTION / "plugins/modules").glob("*.py")}
+    callbacks = {path.stem for path in (COLLECTION / "plugins/callback").glob("*.py")}
     playbooks = {path.stem for path in (COLLECTION / "playbooks").glob("*.yml")}
     assert set(PLAYBOOKS) == playbooks
-    assert listed == set(ROLES) | modules | _filters() | playbooks
+    assert listed == set(ROLES) | modules | callbacks | _filters() | playbooks

@@ -1,0 +1,48 @@
+"""gpulab.cluster.preload: the controller holds the settings of the plugins every task loads, so
+the workers it forks inherit them instead of reading each plugin's documentation again."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+# In a fresh interpreter: Ansible's configuration is process-wide.
+PROBE = """
+import json
+from ansible import constants as C
+from ansible.plugins.loader import callback_loader, init_plugin_loader
+
+init_plugin_loader([COLLECTIONS])
+WANTED = [("connection", "ssh"), ("connection", "ansible_collections.ansible.builtin.plugins.connection.ssh"),
+          ("connection", "local"), ("shell", "sh"), ("become", "sudo"),
+          ("lookup", "ansible_collections.ansible.builtin.plugins.lookup.vars"),
+          ("lookup", "ansible_collections.ansible.builtin.plugins.lookup.template")]
+before = [C.config.has_configuration_definition(*w) for w in WANTED]
+callback_loader.get("gpulab.cluster.preload")
+after = [C.config.has_configuration_definition(*w) for w in WANTED]
+print(json.dumps({"before": before, "after": after}))
+"""
+
+
+def test_the_callback_loads_the_settings_of_the_plugins_every_task_uses() -> None:
+    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
+    code = PROBE.replace("COLLECTIONS", repr(str(REPO / "collections")))
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.splitlines()[-1])
+    assert not any(loaded["before"]) and all(loaded["after"]), loaded
+
+
+def test_the_lab_and_molecule_enable_it() -> None:
+    config = configparser.ConfigParser()
+    config.read(REPO / "ansible.cfg")
+    assert "gpulab.cluster.preload" in config["defaults"]["callbacks_enabled"]
+    assert "gpulab.cluster.preload" in (REPO / ".config/molecule/config.yml").read_text()
