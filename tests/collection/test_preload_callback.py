@@ -19,10 +19,10 @@ from ansible import constants as C
 from ansible.plugins.loader import callback_loader, init_plugin_loader
 
 init_plugin_loader([COLLECTIONS])
-WANTED = [("connection", "ssh"), ("connection", "ansible_collections.ansible.builtin.plugins.connection.ssh"),
+BUILTIN = "ansible_collections.ansible.builtin.plugins."  # the name of one loaded by its FQCN
+WANTED = [("connection", "ssh"), ("connection", BUILTIN + "connection.ssh"),
           ("connection", "local"), ("shell", "sh"), ("become", "sudo"),
-          ("lookup", "ansible_collections.ansible.builtin.plugins.lookup.vars"),
-          ("lookup", "ansible_collections.ansible.builtin.plugins.lookup.template")]
+          ("lookup", BUILTIN + "lookup.vars"), ("lookup", BUILTIN + "lookup.template")]
 before = [C.config.has_configuration_definition(*w) for w in WANTED]
 callback_loader.get("gpulab.cluster.preload")
 after = [C.config.has_configuration_definition(*w) for w in WANTED]
