@@ -6,11 +6,15 @@ from __future__ import annotations
 import configparser
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+from ansible_collections.gpulab.cluster.plugins.callback.preload import ROLE_LOOKUPS
+
 REPO = Path(__file__).resolve().parents[2]
+COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
 
 # In a fresh interpreter: Ansible's configuration is process-wide.
 PROBE = """
@@ -46,3 +50,15 @@ def test_the_lab_and_molecule_enable_it() -> None:
     config.read(REPO / "ansible.cfg")
     assert "gpulab.cluster.preload" in config["defaults"]["callbacks_enabled"]
     assert "gpulab.cluster.preload" in (REPO / ".config/molecule/config.yml").read_text()
+
+
+def test_it_loads_every_builtin_lookup_the_roles_and_playbooks_call() -> None:
+    """ROLE_LOOKUPS names them: a lookup added to a role without it still works, but each
+    worker reads its documentation again."""
+    called = {
+        name
+        for folder in ("roles", "playbooks")
+        for path in (COLLECTION / folder).rglob("*.yml")
+        for name in re.findall(r"(?:lookup|query)\(['\"]ansible\.builtin\.(\w+)", path.read_text())
+    }
+    assert called and called <= set(ROLE_LOOKUPS), sorted(called - set(ROLE_LOOKUPS))

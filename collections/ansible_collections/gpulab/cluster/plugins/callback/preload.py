@@ -36,7 +36,8 @@ from ansible.plugins.loader import (
     shell_loader,
 )
 
-# ansible.builtin lookups that gpulab.cluster's roles and playbooks call in their tasks.
+# ansible.builtin lookups that gpulab.cluster's roles and playbooks call in their tasks, and env
+# (the lab's and molecule's playbooks); tests/collection/test_preload_callback.py checks the list.
 ROLE_LOOKUPS = ("env", "file", "first_found", "password", "pipe", "template", "vars", "varnames")
 
 
