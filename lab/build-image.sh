@@ -145,6 +145,28 @@ Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SOURCES
 cp -a "$here/rootfs/." "$rootfs/"
+
+# debootstrap installs the suite's last point release; a maintained host also has the
+# security and point-release updates since. Without them each node's first converge
+# upgraded what its packages pin to a newer version (perl-base; python3.11 with
+# python3-venv, which byte-compiles the standard library again: 3-4 CPU-s a node, about
+# 30 s under qemu). The .deb files go to and come from the lab's shared cache.
+step "applying the updates of $suite-security and $suite-updates"
+apt_cache=${GPULAB_APT_CACHE:-/var/cache/gpulab/debs}
+mkdir -p "$rootfs/var/cache/gpulab/debs"
+mount -t proc proc "$rootfs/proc"
+mount --bind "$apt_cache" "$rootfs/var/cache/gpulab/debs"
+if ! { chroot "$rootfs" apt-get -q update \
+    && DEBIAN_FRONTEND=noninteractive chroot "$rootfs" apt-get -y -q \
+      -o Dir::Cache::Archives=/var/cache/gpulab/debs/ -o Dpkg::Options::=--force-confold \
+      --no-install-recommends dist-upgrade; } >"$work/upgrade.log" 2>&1; then
+  tail -n 20 "$work/upgrade.log" >&2
+  die "applying the updates failed (log above)"
+fi
+rm -rf "$apt_cache/partial" "$apt_cache/lock"
+umount "$rootfs/var/cache/gpulab/debs" "$rootfs/proc"
+step "$(grep -c '^Unpacking' "$work/upgrade.log" || true) packages updated"
+
 chroot "$rootfs" apt-get clean
 rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/log/*.log \
   "$rootfs"/tmp/* "$rootfs"/var/tmp/*

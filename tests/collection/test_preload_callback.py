@@ -62,3 +62,23 @@ def test_it_loads_every_builtin_lookup_the_roles_and_playbooks_call() -> None:
         for name in re.findall(r"(?:lookup|query)\(['\"]ansible\.builtin\.(\w+)", path.read_text())
     }
     assert called and called <= set(ROLE_LOOKUPS), sorted(called - set(ROLE_LOOKUPS))
+
+
+def test_before_each_task_the_controllers_objects_are_frozen() -> None:
+    """The workers fork after the task starts: their collections skip what is frozen."""
+    code = f"""
+import gc
+from ansible.plugins.loader import callback_loader, init_plugin_loader
+init_plugin_loader([{str(REPO / "collections")!r}])
+callback = callback_loader.get("gpulab.cluster.preload")
+gc.unfreeze()
+kept = [[] for _ in range(1000)]  # tracked by the collector
+callback.v2_playbook_on_task_start(None, False)
+print(gc.get_freeze_count())
+"""
+    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.splitlines()[-1]) > 0

@@ -8,6 +8,8 @@ worker would otherwise load anew."""
 
 from __future__ import annotations
 
+import gc
+
 DOCUMENTATION = """
 name: preload
 type: aggregate
@@ -21,6 +23,9 @@ description:
   - When the run starts this callback loads the configured connection plugin, ssh and local
     (tasks delegated to the control machine), the sh shell, the configured become method and
     the lookups the gpulab.cluster roles call, so that every worker inherits them.
+  - Before each task it moves the controller's objects to the garbage collector's permanent
+    generation (Python's gc.freeze), so that the collections in a forked worker do not write
+    to the pages it shares with the controller, which the kernel would then copy.
   - It changes no result and prints nothing.
 requirements:
   - enable in configuration (callbacks_enabled = gpulab.cluster.preload)
@@ -69,3 +74,11 @@ class CallbackModule(CallbackBase):
         super().__init__()
         # Callbacks load before the first worker forks.
         preload()
+
+    def v2_playbook_on_task_start(self, task: object, is_conditional: bool) -> None:
+        # The workers of this task fork after this. A frozen object is never collected: what
+        # becomes garbage in the controller stays until the run ends (a few MB in a converge).
+        gc.freeze()
+
+    def v2_playbook_on_handler_task_start(self, task: object) -> None:
+        gc.freeze()
