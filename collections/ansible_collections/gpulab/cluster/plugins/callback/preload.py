@@ -8,8 +8,6 @@ worker would otherwise load anew."""
 
 from __future__ import annotations
 
-import gc
-
 DOCUMENTATION = """
 name: preload
 type: aggregate
@@ -30,6 +28,8 @@ description:
 requirements:
   - enable in configuration (callbacks_enabled = gpulab.cluster.preload)
 """
+
+import gc
 
 from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
