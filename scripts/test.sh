@@ -4,7 +4,8 @@
 # native tests, the collection tests). Every check of the sequential run, none dropped.
 # The others start once molecule has measured its cold and idempotent converges, so that
 # those two figures are taken with the machine to themselves (on 2 cores they came out 1.6x
-# and 1.9x slower beside the other checks), and run while molecule's later steps wait on
+# and 1.9x slower beside the other checks), and run at the lowest CPU priority (nice 19) on
+# what molecule leaves of the cores, while its later steps wait on
 # Slurm jobs and containers. By then molecule's converge has built the payload's wheelhouse
 # (build/payload), which the collection tests' node check reuses instead of building it at the
 # same time. Each check's output goes to build/test/CHECK.log; a check that
@@ -31,11 +32,11 @@ cpu_seconds() {
   awk '/^cpu /{busy = $2 + $3 + $4 + $7 + $8; print busy / 100, (busy + $5 + $6) / 100}' /proc/stat
 }
 
-# run_check NAME: one check's make target, its log and its exit status (a file: the molecule
-# check runs in a subshell).
+# run_check NAME [NICENESS]: one check's make target, its log and its exit status (a file: the
+# molecule check runs in a subshell).
 run_check() {
-  local name=$1 start=$SECONDS rc seconds
-  make --no-print-directory "${prebuilt[@]}" "$name" >"$logs/$name.log" 2>&1
+  local name=$1 niceness=${2:-0} start=$SECONDS rc seconds
+  nice -n "$niceness" make --no-print-directory "${prebuilt[@]}" "$name" >"$logs/$name.log" 2>&1
   rc=$?
   seconds=$((SECONDS - start))
   echo "$rc" >"$logs/$name.status"
@@ -61,8 +62,12 @@ converges_measured() {
 while kill -0 "$molecule" 2>/dev/null && (($(converges_measured) < 2)); do
   sleep 2
 done
+# At the lowest CPU priority, with every process they start (their containers too): molecule's
+# steps follow each other and decide when the run ends, so they take the cores when they need
+# them, and the other checks use what molecule leaves (its waits on Slurm jobs and containers,
+# the converge of the one worker it adds).
 for check in "${other_checks[@]}"; do
-  run_check "$check"
+  run_check "$check" 19
 done
 wait "$molecule"
 read -r busy1 all1 < <(cpu_seconds)
