@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test`'s checks, in two streams at once: molecule's default scenario (the longest,
-# about 13 min alone) and the others in order (lint, payload tests, ansible-test sanity, the
+# about 12 min) and the others in order (lint, payload tests, ansible-test sanity, the
 # native tests, the collection tests). Every check of the sequential run, none dropped.
 # The others start once molecule has measured its cold and idempotent converges, so that
 # those two figures are taken with the machine to themselves (on 2 cores they came out 1.6x
