@@ -149,8 +149,8 @@ cp -a "$here/rootfs/." "$rootfs/"
 # debootstrap installs the suite's last point release; a maintained host also has the
 # security and point-release updates since. Without them each node's first converge
 # upgraded what its packages pin to a newer version (perl-base; python3.11 with
-# python3-venv, which byte-compiles the standard library again: 3-4 CPU-s a node, about
-# 30 s under qemu). The .deb files go to and come from the lab's shared cache.
+# python3-venv, which byte-compiles the standard library again: 3-4 CPU-s a node, more
+# under qemu). The .deb files go to and come from the lab's shared cache.
 step "applying the updates of $suite-security and $suite-updates"
 apt_cache=${GPULAB_APT_CACHE:-/var/cache/gpulab/debs}
 mkdir -p "$rootfs/var/cache/gpulab/debs"

@@ -5,8 +5,8 @@
 # The others start once molecule has measured its cold and idempotent converges, so that
 # those two figures are taken with the machine to themselves (on 2 cores they came out 1.6x
 # and 1.9x slower beside the other checks), and run at the lowest CPU priority (nice 19) on
-# what molecule leaves of the cores, while its later steps wait on
-# Slurm jobs and containers. By then molecule's converge has built the payload's wheelhouse
+# what molecule leaves of the cores, while its later steps wait on Slurm jobs and containers.
+# By then molecule's converge has built the payload's wheelhouse
 # (build/payload), which the collection tests' node check reuses instead of building it at the
 # same time. Each check's output goes to build/test/CHECK.log; a check that
 # fails prints its log when it ends, the others go on, and the exit status is 1 if any failed.

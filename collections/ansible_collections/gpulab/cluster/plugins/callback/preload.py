@@ -77,7 +77,7 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_task_start(self, task: object, is_conditional: bool) -> None:
         # The workers of this task fork after this. A frozen object is never collected: what
-        # becomes garbage in the controller stays until the run ends (a few MB in a converge).
+        # becomes garbage in the controller stays until the run ends (about 1 MB in a converge of the lab).
         gc.freeze()
 
     def v2_playbook_on_handler_task_start(self, task: object) -> None:
