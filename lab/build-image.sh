@@ -47,8 +47,10 @@ recipe_hash=$(
   } | sha256sum | cut -c1-12
 )
 image=$repo:$recipe_hash
-# Lab and molecule containers bind-mount this directory (lab/rootfs/usr/local/sbin/gpulab-apt-cache).
-mkdir -p "${GPULAB_APT_CACHE:-/var/cache/gpulab/debs}"
+# Lab and molecule containers bind-mount this directory (lab/rootfs/usr/local/sbin/gpulab-apt-cache);
+# the build's own updates come from it too.
+apt_cache=${GPULAB_APT_CACHE:-/var/cache/gpulab/debs}
+mkdir -p "$apt_cache"
 # This machine's key for Ansible's SSH connection into lab containers: made once, outside
 # the image, and handed to each connection (inventory/lab/group_vars/all/connection.yml).
 ssh_key=/var/cache/gpulab/lab-ssh/id_ed25519
@@ -150,21 +152,19 @@ cp -a "$here/rootfs/." "$rootfs/"
 # security and point-release updates since. Without them each node's first converge
 # upgraded what its packages pin to a newer version (perl-base; python3.11 with
 # python3-venv, which byte-compiles the standard library again: 3-4 CPU-s a node, more
-# under qemu). The .deb files go to and come from the lab's shared cache.
+# under qemu). The shared .deb cache stands in for the rootfs's archive while they install.
 step "applying the updates of $suite-security and $suite-updates"
-apt_cache=${GPULAB_APT_CACHE:-/var/cache/gpulab/debs}
-mkdir -p "$rootfs/var/cache/gpulab/debs"
 mount -t proc proc "$rootfs/proc"
-mount --bind "$apt_cache" "$rootfs/var/cache/gpulab/debs"
+mount --bind "$apt_cache" "$rootfs/var/cache/apt/archives"
 if ! { chroot "$rootfs" apt-get -q update \
     && DEBIAN_FRONTEND=noninteractive chroot "$rootfs" apt-get -y -q \
-      -o Dir::Cache::Archives=/var/cache/gpulab/debs/ -o Dpkg::Options::=--force-confold \
-      --no-install-recommends dist-upgrade; } >"$work/upgrade.log" 2>&1; then
+      -o Dpkg::Options::=--force-confold --no-install-recommends dist-upgrade; } \
+    >"$work/upgrade.log" 2>&1; then
   tail -n 20 "$work/upgrade.log" >&2
   die "applying the updates failed (log above)"
 fi
 rm -rf "$apt_cache/partial" "$apt_cache/lock"
-umount "$rootfs/var/cache/gpulab/debs" "$rootfs/proc"
+umount "$rootfs/var/cache/apt/archives" "$rootfs/proc"
 step "$(grep -c '^Unpacking' "$work/upgrade.log" || true) packages updated"
 
 chroot "$rootfs" apt-get clean

@@ -34,14 +34,19 @@ print(json.dumps({"before": before, "after": after}))
 """
 
 
-def test_the_callback_loads_the_settings_of_the_plugins_every_task_uses() -> None:
+def _last_line_in_a_fresh_interpreter(code: str) -> str:
+    """Run CODE in a new Python with the repository's ansible.cfg; its last line of output."""
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
-    code = PROBE.replace("COLLECTIONS", repr(str(REPO / "collections")))
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
-    loaded = json.loads(done.stdout.splitlines()[-1])
+    return done.stdout.splitlines()[-1]
+
+
+def test_the_callback_loads_the_settings_of_the_plugins_every_task_uses() -> None:
+    code = PROBE.replace("COLLECTIONS", repr(str(REPO / "collections")))
+    loaded = json.loads(_last_line_in_a_fresh_interpreter(code))
     assert not any(loaded["before"]) and all(loaded["after"]), loaded
 
 
@@ -76,9 +81,4 @@ kept = [[] for _ in range(1000)]  # tracked by the collector
 callback.v2_playbook_on_task_start(None, False)
 print(gc.get_freeze_count())
 """
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert int(done.stdout.splitlines()[-1]) > 0
+    assert int(_last_line_in_a_fresh_interpreter(code)) > 0
