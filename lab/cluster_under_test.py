@@ -3,7 +3,9 @@
 The tests run against a molecule scenario (molecule sets MOLECULE_INVENTORY_FILE; its
 directory holds the scenario's whole inventory: the platforms, the groups from lab/cluster.yml
 and the group_vars) or against the lab (GPULAB_TEST_INVENTORY=inventory/lab). Hosts are
-reached with testinfra's podman backend, `podman://CONTAINER`, far faster than through Ansible.
+reached as Ansible reaches them, over its SSH connection with the inventory's options, through
+testinfra's SSH backend: one multiplexed connection per host, about 10 ms a command where a
+`podman exec` takes 160 ms.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ import testinfra
 from testinfra.host import Host
 
 T = TypeVar("T")
+# Where the tests' multiplexed SSH connections live: beside Ansible's (its control_path_dir).
+CONTROL_DIR = os.path.expanduser("~/.ansible/cp")
+# The host variables that hold ssh options, in the order Ansible's ssh connection uses them.
+SSH_OPTION_VARS = ("ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_args")
 
 
 def wait_for(probe: Callable[[], T], timeout: float, interval: float = 1.0) -> T:
@@ -64,6 +70,7 @@ class Cluster:
     groups: dict[str, list[str]]
     hostvars: dict[str, dict[str, Any]]
     _node_names: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    _nodes: dict[str, Host] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def load(cls, inventory: str) -> Cluster:
@@ -111,7 +118,28 @@ class Cluster:
         return _rendered(hostvars.get(name, default), hostvars)
 
     def node(self, host: str) -> Host:
-        return testinfra.get_host(f"podman://{self.container(host)}")
+        """The host over SSH as Ansible reaches it: the inventory's user, key and SSH options
+        (the lab's ProxyCommand among them), one connection per host kept open."""
+        if host not in self._nodes:
+            hostvars = self.hostvars[host]
+            connection = hostvars.get("ansible_connection", "ssh")
+            if connection not in ("ssh", "ansible.builtin.ssh"):
+                raise pytest.UsageError(
+                    f"{host}: ansible_connection is {connection!r}; the tests reach hosts over ssh"
+                )
+            options = " ".join(
+                str(_rendered(hostvars[name], hostvars))
+                for name in SSH_OPTION_VARS
+                if hostvars.get(name)
+            )
+            Path(CONTROL_DIR).mkdir(parents=True, exist_ok=True)
+            user = hostvars.get("ansible_user", "root")
+            self._nodes[host] = testinfra.get_host(
+                f"ssh://{user}@{self.container(host)}",
+                ssh_identity_file=_rendered(hostvars.get("ansible_ssh_private_key_file"), hostvars),
+                ssh_extra_args=f"{options} -o ControlPath={CONTROL_DIR}/%C",
+            )
+        return self._nodes[host]
 
     def node_name(self, host: str) -> str:
         """The host's Slurm NodeName: its hostname, which may differ from its inventory name."""
