@@ -14,7 +14,10 @@ from testinfra.host import Host
 
 from lab.cluster_under_test import Cluster, append_timings, load_cluster_under_test, wait_for
 
-__all__ = ["Cluster"]  # the tests import it from here
+__all__ = ["GANESHA_EXPORT", "Cluster"]  # the tests import them from here
+
+# nfs-ganesha's export file on the storage node (roles/nfs_server/vars/main.yml).
+GANESHA_EXPORT = "/etc/ganesha/gpulab-export.conf"
 
 
 _CLUSTER: Cluster | None = None

@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Cluster
+from conftest import GANESHA_EXPORT, Cluster
 from testinfra.host import Host
 
 KEY = "/etc/munge/munge.key"
@@ -208,7 +208,7 @@ def _export_clients(conf: str, kernel: bool) -> tuple[list[str], str]:
 def test_export_is_limited_to_the_cluster_network_with_root_squash(cluster: Cluster) -> None:
     server = _storage(cluster)
     kernel = server.file("/etc/exports.d/gpulab.exports").exists
-    path = "/etc/exports.d/gpulab.exports" if kernel else "/etc/ganesha/ganesha.conf"
+    path = "/etc/exports.d/gpulab.exports" if kernel else GANESHA_EXPORT
     conf = server.file(path).content_string
     clients, squash = _export_clients(conf, kernel)
     network = _network(server)

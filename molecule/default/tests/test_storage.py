@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 import subprocess
 
-from conftest import Cluster
+from conftest import GANESHA_EXPORT, Cluster
 from testinfra.host import Host
 
 
@@ -27,7 +27,7 @@ def address(host: Host) -> str:
 
 
 def test_export_lists_only_the_cluster(cluster: Cluster) -> None:
-    conf = cluster.node(storage(cluster)).file("/etc/ganesha/ganesha.conf").content_string
+    conf = cluster.node(storage(cluster)).file(GANESHA_EXPORT).content_string
     client_block = conf.split("CLIENT", 1)[1]
     listed = client_block.split("Clients =", 1)[1].split(";", 1)[0]
     clients = {c.strip() for c in listed.split(",")}
