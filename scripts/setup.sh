@@ -72,11 +72,8 @@ stamp="$VENV/.gpulab-deps"
 want=$(cat requirements-dev.txt payload/pyproject.toml | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   step "venv: installing the payload and the tools"
-  # --no-compile: pip would byte-compile every file it installs (the ansible package's
-  # collections are most of them: 15 of a clean install's 40 s); Python compiles and keeps
-  # what the tools import when they first import it.
-  "$VENV/bin/pip" install -q --no-compile --upgrade pip
-  "$VENV/bin/pip" install -q --no-compile -r requirements-dev.txt -e payload
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q -r requirements-dev.txt -e payload
   echo "$want" >"$stamp"
 fi
 step "setup done ($("$VENV/bin/python" --version), $(podman --version))"
