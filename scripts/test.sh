@@ -1,10 +1,7 @@
 #!/usr/bin/env bash
-# `make test`'s checks at once: molecule's default scenario (the longest, about 11 min) and
-# the others in two lanes of about four minutes each (lint, the payload tests and the
-# sanitized native tests; the collection tests, ansible-test sanity and the arm64 native
-# build), so that both cores work while molecule waits on Slurm jobs and containers. Every
-# check of the sequential run, none dropped. ansible-test sanity writes tests/output into the
-# collection: it follows the collection tests in their lane, and lint reads the tree first.
+# `make test`'s checks, in two streams at once: molecule's default scenario (the longest,
+# about 12 min) and the others in order (lint, payload tests, ansible-test sanity, the
+# native tests, the collection tests). Every check of the sequential run, none dropped.
 # The others start once molecule has measured its cold and idempotent converges, so that
 # those two figures are taken with the machine to themselves (on 2 cores they came out 1.6x
 # and 1.9x slower beside the other checks), and run at the lowest CPU priority (nice 19) on
@@ -27,8 +24,7 @@ mkdir -p "$logs"
 timings=$PWD/$logs/molecule-timings
 rm -f "$logs"/*.log "$logs"/*.status "$timings"
 prebuilt=(-o setup -o collection -o image -o native)
-other_lanes=("lint test-payload native-sanitize" "test-collection test-sanity native-arm64")
-read -ra other_checks <<<"${other_lanes[*]}"
+other_checks=(lint test-payload test-sanity native-sanitize native-arm64 test-collection)
 
 # Machine-wide CPU time, busy and in all, in seconds: what the run used of what 2 x its
 # wall time offered (the floor of a run on this machine is busy / cores).
@@ -55,7 +51,7 @@ run_check() {
 
 read -r busy0 all0 < <(cpu_seconds)
 start=$SECONDS
-echo "==> [test] molecule's default scenario; after its idempotent converge, beside it in two lanes: ${other_lanes[0]}, and ${other_lanes[1]}; logs in $logs/"
+echo "==> [test] molecule's default scenario; after its idempotent converge, beside it: ${other_checks[*]}; logs in $logs/"
 GPULAB_TIMINGS_FILE=$timings run_check test-molecule &
 molecule=$!
 converges_measured() {
@@ -70,12 +66,10 @@ done
 # steps follow each other and decide when the run ends, so they take the cores when they need
 # them, and the other checks use what molecule leaves (its waits on Slurm jobs and containers,
 # the converge of the one worker it adds).
-lanes=()
-for lane in "${other_lanes[@]}"; do
-  (for check in $lane; do run_check "$check" 19; done) &
-  lanes+=($!)
+for check in "${other_checks[@]}"; do
+  run_check "$check" 19
 done
-wait "${lanes[@]}" "$molecule"
+wait "$molecule"
 read -r busy1 all1 < <(cpu_seconds)
 
 # molecule's own summary (lab/molecule-test.sh prints it last): its steps' times.
