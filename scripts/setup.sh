@@ -19,8 +19,15 @@ APT_PACKAGES=(
   qemu-user-static binfmt-support
   # a userspace NFS client, for checks over the NFS protocol
   libnfs-utils
+  # the venv's interpreter (below)
+  python3 python3-venv
 )
 VENV=${GPULAB_VENV:-.venv}
+# The venv's interpreter: the distribution's Python, built with profile-guided and link-time
+# optimisation, not whichever python3 comes first on PATH. A pyenv build (--enable-shared,
+# no PGO) cost Ansible, pytest and the lab's tools 10-12% more CPU for the same checks
+# (README: Timing). GPULAB_PYTHON names another.
+PYTHON=${GPULAB_PYTHON:-/usr/bin/python3}
 
 step() { printf '==> %s\n' "$*"; }
 
@@ -64,9 +71,15 @@ if ! grep -qs '^network_backend' "$conf"; then
   printf '\n[network]\nnetwork_backend = "netavark"\n' >>"$conf"
 fi
 
+# A venv made from another interpreter is made again (its packages with it).
+base=$(readlink -f "$PYTHON")
+if [ -x "$VENV/bin/python" ] && [ "$("$VENV/bin/python" -c 'import sys; print(sys._base_executable)' | xargs readlink -f)" != "$base" ]; then
+  step "venv: $VENV was made from another Python; making it again from $PYTHON"
+  rm -rf "$VENV"
+fi
 if [ ! -x "$VENV/bin/python" ]; then
-  step "venv: creating $VENV"
-  python3 -m venv "$VENV"
+  step "venv: creating $VENV ($PYTHON)"
+  "$PYTHON" -m venv "$VENV"
 fi
 stamp="$VENV/.gpulab-deps"
 want=$(cat requirements-dev.txt payload/pyproject.toml | sha256sum | cut -c1-16)
@@ -76,4 +89,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$VENV/bin/pip" install -q -r requirements-dev.txt -e payload
   echo "$want" >"$stamp"
 fi
+# The payload is installed editable: with PYTHONDONTWRITEBYTECODE set (this machine and CI
+# set it) each gpulab process would compile it from source again, 35-60 ms a start. Python
+# still reads bytecode that is there, and recompiles a module whose source is newer.
+"$VENV/bin/python" -m compileall -q payload/src
 step "setup done ($("$VENV/bin/python" --version), $(podman --version))"
