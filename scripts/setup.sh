@@ -89,17 +89,17 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$VENV/bin/pip" install -q -r requirements-dev.txt -e payload
   echo "$want" >"$stamp"
 fi
-# The payload is installed editable: with PYTHONDONTWRITEBYTECODE set (this machine and CI
-# set it) each gpulab process would compile it from source again, 35-60 ms a start. Python
-# still reads bytecode that is there, and recompiles a module whose source is newer.
-"$VENV/bin/python" -m compileall -q payload/src
 # The lab image's bytecode cache for Ansible's module_utils (README: Timing), in the venv too:
 # its Python runs the modules of every task on this machine (the tests' local hosts, tasks
 # delegated to localhost), each compiling ansible.module_utils from its zip otherwise.
+image_site=lab/rootfs/usr/lib/python3/dist-packages
 site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
 for f in gpulab_zipimport_cache.py gpulab-zipimport-cache.pth; do
-  cmp -s "lab/rootfs/usr/lib/python3/dist-packages/$f" "$site/$f" ||
-    install -m 0644 "lab/rootfs/usr/lib/python3/dist-packages/$f" "$site/$f"
+  cmp -s "$image_site/$f" "$site/$f" || install -m 0644 "$image_site/$f" "$site/$f"
 done
-"$VENV/bin/python" -m compileall -q "$site/gpulab_zipimport_cache.py"
+# With PYTHONDONTWRITEBYTECODE set (this machine and CI set it) nothing a process compiles is
+# kept: the editable payload would be compiled again by each gpulab process (35-60 ms a
+# start), the cache module by each Python start in the venv. Python still reads bytecode that
+# is there, and recompiles a module whose source is newer.
+"$VENV/bin/python" -m compileall -q payload/src "$site/gpulab_zipimport_cache.py"
 step "setup done ($("$VENV/bin/python" --version), $(podman --version))"
