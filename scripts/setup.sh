@@ -73,7 +73,7 @@ fi
 
 # A venv made from another interpreter is made again (its packages with it).
 base=$(readlink -f "$PYTHON")
-if [ -x "$VENV/bin/python" ] && [ "$("$VENV/bin/python" -c 'import sys; print(sys._base_executable)' | xargs readlink -f)" != "$base" ]; then
+if [ -x "$VENV/bin/python" ] && [ "$("$VENV/bin/python" -c 'import sys; print(sys._base_executable)' | xargs -r readlink -f)" != "$base" ]; then
   step "venv: $VENV was made from another Python; making it again from $PYTHON"
   rm -rf "$VENV"
 fi
