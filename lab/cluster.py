@@ -145,6 +145,9 @@ def place(name: str, definition: dict[str, Any] | None = None) -> Place:
     subnet = ipaddress.ip_network(spec["subnet"]) if spec.get("subnet") else None
     containers = []
     for node, body in _nodes(definition, name, spec).items():
+        if subnet and "address" not in body:
+            where = f"place {name}'s subnet"
+            raise ClusterError(f"{DEFINITION.name}: node {node} has no address on {where}")
         containers.append(
             Container(
                 node=node,
@@ -230,14 +233,18 @@ def shell(p: Place) -> str:
         return "(" + " ".join(shlex.quote(w) for w in words) + ")"
 
     standins = p.group("jetson_standin")
+    # A place with a subnet: each node at its address, every node's names in its /etc/hosts.
+    hosts = [f"--add-host={name}:{ip}" for name, ip in p.etc_hosts.items()]
     options = {
         c.node: [f"--cap-add={cap}" for cap in c.capabilities]
         + [f"--device=/dev/null:{path}" for path in c.devices]
+        + ([f"--ip={c.ip}", *hosts] if c.ip else [])
         for c in p.containers
     }
     lines = {
         "LAB_PREFIX": shlex.quote(p.container_prefix),
         "LAB_NETWORK": shlex.quote(p.network),
+        "LAB_SUBNET": shlex.quote(p.subnet or ""),
         "LAB_NODES": array([c.node for c in p.containers]),
         "LAB_CONTROLLER_NODE": shlex.quote(p.group("controller")[0].node),
         "LAB_STORAGE_NODE": shlex.quote(p.group("storage")[0].node),
@@ -250,7 +257,7 @@ def shell(p: Place) -> str:
         "LAB_APT_CACHE_PATH": shlex.quote(p.apt_cache_path),
     }
     text = "".join(f"{name}={value}\n" for name, value in lines.items())
-    # Each node's own `podman run` options: its capabilities and device nodes.
+    # Each node's own `podman run` options: its capabilities, device nodes and address.
     pairs = " ".join(f"[{node}]={shlex.quote(' '.join(o))}" for node, o in options.items())
     return text + f"declare -gA LAB_RUN_OPTIONS=({pairs})\n"
 

@@ -1,7 +1,8 @@
 # Shared names for lab/up.sh and lab/down.sh (sourced, not run), from lab/cluster.yml's place
 # `lab` (python3 lab/cluster.py shell lab prints them):
 # LAB_NODES, each run as container $LAB_PREFIX$NODE (hostname NODE) on network $LAB_NETWORK
-# with its own `podman run` options ${LAB_RUN_OPTIONS[NODE]} (capabilities, devices);
+# (subnet LAB_SUBNET) with its own `podman run` options ${LAB_RUN_OPTIONS[NODE]} (capabilities,
+# devices, its address and every node's names for its /etc/hosts);
 # LAB_CONTROLLER_NODE (group controller), LAB_STORAGE_NODE (group storage) and the Jetson stand-in LAB_STANDIN_NODE (group
 # jetson_standin) with its Tegra device nodes LAB_STANDIN_DEVICES, bound from /dev/null;
 # the shared storage, volume LAB_SHARED_VOLUME at LAB_SHARED_PATH on every node (storage1

@@ -26,6 +26,10 @@ stale_reason() {
   local image_id n c line name image mounts caps devices
   image_id=$(podman image inspect --format '{{.Id}}' "$LAB_IMAGE")
   podman network exists "$LAB_NETWORK" || { echo "network $LAB_NETWORK is missing"; return; }
+  if [ -n "$LAB_SUBNET" ]; then
+    [ "$(podman network inspect --format '{{range .Subnets}}{{.Subnet}}{{end}}' "$LAB_NETWORK")" = "$LAB_SUBNET" ] \
+      || { echo "network $LAB_NETWORK is not on subnet $LAB_SUBNET"; return; }
+  fi
   declare -A found=()
   while IFS='|' read -r name image mounts caps devices; do
     [ -n "$name" ] && found[$name]="$image|$mounts|$caps|$devices"
@@ -54,14 +58,15 @@ stale_reason() {
 create() {
   bash "$here/down.sh"
   lab_step "network $LAB_NETWORK"
-  podman network create --label "$LAB_LABEL" "$LAB_NETWORK" >/dev/null
+  podman network create --label "$LAB_LABEL" ${LAB_SUBNET:+--subnet "$LAB_SUBNET"} "$LAB_NETWORK" >/dev/null
   lab_step "volume $LAB_SHARED_VOLUME (the shared storage, at $LAB_SHARED_PATH on every node)"
   podman volume create --label "$LAB_LABEL" "$LAB_SHARED_VOLUME" >/dev/null
   local n extra
   for n in "${LAB_NODES[@]}"; do
     lab_step "starting $LAB_PREFIX$n"
-    # The node's capabilities (storage1: DAC_READ_SEARCH for nfs-ganesha) and device nodes
-    # (the Jetson stand-in: the host's /dev/null at Tegra's GPU node names), lab/cluster.yml.
+    # The node's capabilities (storage1: DAC_READ_SEARCH for nfs-ganesha), device nodes
+    # (the Jetson stand-in: the host's /dev/null at Tegra's GPU node names) and address, with
+    # every node's names in its /etc/hosts, lab/cluster.yml.
     read -r -a extra <<<"${LAB_RUN_OPTIONS[$n]}"
     # No --privileged: systemd runs in podman's systemd mode; setrlimit is refused on
     # this host, hence --ulimit host. The alias lets the other nodes resolve NODE.

@@ -150,9 +150,17 @@ def test_lib_sh_gives_the_place_lab_to_up_and_down() -> None:
     assert _lib("$LAB_STANDIN_NODE") == [standin.node]
     assert _lib("$LAB_CONTROLLER_NODE") == [lab.group("controller")[0].node]
     assert _lib('"${LAB_STANDIN_DEVICES[@]}"') == list(standin.devices)
-    assert _lib("${LAB_RUN_OPTIONS[storage1]}") == ["--cap-add=DAC_READ_SEARCH"]
-    assert _lib("$LAB_NETWORK $LAB_SHARED_VOLUME $LAB_SHARED_PATH") == [
+    # storage1's capability, its address, and every node's names for its /etc/hosts.
+    (storage,) = lab.group("storage")
+    assert _lib("${LAB_RUN_OPTIONS[storage1]}") == [
+        "--cap-add=DAC_READ_SEARCH",
+        f"--ip={storage.ip}",
+        *(f"--add-host={name}:{ip}" for name, ip in lab.etc_hosts.items()),
+    ]
+    assert lab.etc_hosts["storage1"] == lab.etc_hosts["gpulab-lab-storage1"] == storage.ip
+    assert _lib("$LAB_NETWORK $LAB_SUBNET $LAB_SHARED_VOLUME $LAB_SHARED_PATH") == [
         lab.network,
+        lab.subnet,
         lab.shared_volume,
         lab.shared_path,
     ]
@@ -195,6 +203,12 @@ def test_up_sh_runs_each_node_of_the_place_lab(tmp_path: Path) -> None:
         assert [w for w in run if w.startswith("--device=")] == [
             f"--device=/dev/null:{path}" for path in c.devices
         ]
+        assert f"--ip={c.ip}" in run
+        assert {f"--add-host={name}:{ip}" for name, ip in lab.etc_hosts.items()} <= set(run)
+    [network] = [
+        line.split() for line in calls.read_text().splitlines() if line.startswith("network create")
+    ]
+    assert network[network.index("--subnet") + 1] == lab.subnet
 
 
 def _node_names() -> set[str]:
@@ -257,6 +271,11 @@ def test_a_wrong_definition_is_refused_in_one_line() -> None:
     shared_address["nodes"]["worker1"]["address"] = 22
     assert _refused(shared_address, "faults") == (
         "cluster.yml: place faults gives two nodes the same address"
+    )
+    no_address = copy.deepcopy(_definition())
+    del no_address["nodes"]["worker1"]["address"]
+    assert _refused(no_address, "faults") == (
+        "cluster.yml: node worker1 has no address on place faults's subnet"
     )
     assert _refused(_definition(), "nope") == (
         f"cluster.yml: no place 'nope' (known: {', '.join(place_names())})"
