@@ -23,13 +23,13 @@ mkdir -p "$LAB_APT_CACHE"
 # Why the running lab cannot be kept; empty when it can. One podman call reads every
 # container (each call costs a second or more on a busy 2-core machine).
 stale_reason() {
-  local image_id n c line name image mounts caps devices
+  local image_id subnet n c line name image mounts caps devices
   image_id=$(podman image inspect --format '{{.Id}}' "$LAB_IMAGE")
-  podman network exists "$LAB_NETWORK" || { echo "network $LAB_NETWORK is missing"; return; }
-  if [ -n "$LAB_SUBNET" ]; then
-    [ "$(podman network inspect --format '{{range .Subnets}}{{.Subnet}}{{end}}' "$LAB_NETWORK")" = "$LAB_SUBNET" ] \
-      || { echo "network $LAB_NETWORK is not on subnet $LAB_SUBNET"; return; }
-  fi
+  # One call answers both: whether the network exists, and its subnet.
+  subnet=$(podman network inspect --format '{{range .Subnets}}{{.Subnet}}{{end}}' "$LAB_NETWORK" 2>/dev/null) \
+    || { echo "network $LAB_NETWORK is missing"; return; }
+  [ -z "$LAB_SUBNET" ] || [ "$subnet" = "$LAB_SUBNET" ] \
+    || { echo "network $LAB_NETWORK is not on subnet $LAB_SUBNET"; return; }
   declare -A found=()
   while IFS='|' read -r name image mounts caps devices; do
     [ -n "$name" ] && found[$name]="$image|$mounts|$caps|$devices"

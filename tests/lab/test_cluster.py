@@ -172,7 +172,7 @@ FAKE_PODMAN = """#!/bin/bash
 echo "$*" >> "$FAKE_PODMAN_CALLS"
 case "$1 $2" in
   "image exists") exit 0 ;;
-  "network exists"|"container exists"|"volume exists") exit 1 ;;
+  "network exists"|"network inspect"|"container exists"|"volume exists") exit 1 ;;
   "exec "*) case "$*" in *is-system-running*) echo running ;; esac ;;
 esac
 """
