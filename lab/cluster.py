@@ -146,8 +146,9 @@ def place(name: str, definition: dict[str, Any] | None = None) -> Place:
     containers = []
     for node, body in _nodes(definition, name, spec).items():
         if subnet and "address" not in body:
-            where = f"place {name}'s subnet"
-            raise ClusterError(f"{DEFINITION.name}: node {node} has no address on {where}")
+            raise ClusterError(
+                f"{DEFINITION.name}: node {node} has no address on place {name}'s subnet"
+            )
         containers.append(
             Container(
                 node=node,
