@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Where a command's CPU time goes: every process it and the lab's containers ran, by command.
+
+Runs COMMAND with the kernel's process accounting on (accton, from Debian's acct package), then
+prints the CPU seconds of the processes that ended meanwhile, grouped by where they ran (the
+control machine, or a container: a descendant of podman's conmon) and by command name, beside
+the busy CPU seconds of /proc/stat. Accounting sees every process of the machine, containers
+included, however short-lived, which a sampling profiler of one process does not; what it
+misses is kernel threads and processes still running at the end. The kernel counts in ticks of
+10 ms, so processes shorter than a tick count as nothing.
+
+Usage: scripts/cpu-profile.py [--top N] -- COMMAND [ARG...]   (as root)
+e.g.   scripts/cpu-profile.py -- make test-molecule
+README.md (Timing) shows what it printed for `make test` and molecule's scenarios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+K = TypeVar("K")
+
+# struct acct_v3 (linux/acct.h): flag, version, tty, exitcode, uid, gid, pid, ppid, btime,
+# etime (float), then utime, stime and six more comp_t, then comm[16]. 64 bytes.
+ACCT_V3 = struct.Struct("<BBHIIIIIIf8H16s")
+TICKS_PER_SECOND = 100  # AHZ
+# What conmon starts on the control machine itself: the container's cleanup, the runtime.
+HOST_TOOLS = frozenset({"conmon", "podman", "runc", "crun"})
+
+
+@dataclass(frozen=True)
+class Process:
+    command: str
+    cpu: float  # user + system, seconds
+    pid: int
+    ppid: int
+
+
+def comp_t(value: int) -> int:
+    """A comp_t: 13 bits of mantissa, 3 bits of base-8 exponent."""
+    return (value & 0x1FFF) << (((value >> 13) & 0x7) * 3)
+
+
+def read_accounting(path: Path) -> list[Process]:
+    data = path.read_bytes()
+    processes = []
+    for offset in range(0, len(data) - ACCT_V3.size + 1, ACCT_V3.size):
+        fields = ACCT_V3.unpack_from(data, offset)
+        if fields[1] & 0x7F != 3:
+            sys.exit(f"cpu-profile: {path}: record {offset // ACCT_V3.size} is not version 3")
+        pid, ppid, utime, stime, comm = fields[6], fields[7], fields[10], fields[11], fields[18]
+        cpu = (comp_t(utime) + comp_t(stime)) / TICKS_PER_SECOND
+        command = comm.split(b"\0", 1)[0].decode(errors="replace")
+        processes.append(Process(command, cpu, pid, ppid))
+    return processes
+
+
+def where(processes: list[Process]) -> dict[int, str]:
+    """Each pid's place: 'container' below a conmon process, else 'control machine'."""
+    by_pid = {p.pid: p for p in processes}
+    place: dict[int, str] = {}
+
+    def place_of(pid: int, seen: frozenset[int]) -> str:
+        process = by_pid.get(pid)
+        if pid in place or process is None or pid in seen:  # pids are reused: no loops
+            return place.get(pid, "control machine")
+        parent = by_pid.get(process.ppid)
+        if parent is not None and parent.command == "conmon" and process.command not in HOST_TOOLS:
+            place[pid] = "container"
+        else:
+            place[pid] = place_of(process.ppid, seen | {pid})
+        return place[pid]
+
+    for process in processes:
+        place_of(process.pid, frozenset())
+    return place
+
+
+def busy_seconds() -> float:
+    with open("/proc/stat") as stat:
+        fields = stat.readline().split()
+    user, nice, system, _idle, _iowait, irq, softirq = map(int, fields[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def _largest(values: dict[K, float]) -> list[tuple[K, float]]:
+    return sorted(values.items(), key=lambda item: item[1], reverse=True)
+
+
+def report(processes: list[Process], busy: float, top: int) -> None:
+    place = where(processes)
+    seconds: dict[tuple[str, str], float] = collections.defaultdict(float)
+    count: collections.Counter[tuple[str, str]] = collections.Counter()
+    totals: dict[str, float] = collections.defaultdict(float)
+    for process in processes:
+        key = (place[process.pid], process.command)
+        seconds[key] += process.cpu
+        count[key] += 1
+        totals[key[0]] += process.cpu
+    counted = sum(totals.values())
+    print(
+        f"==> cpu-profile: {busy:.1f} CPU-s busy (/proc/stat); {counted:.1f} in the "
+        f"{len(processes)} processes that ended: "
+        + ", ".join(f"{name} {value:.1f}" for name, value in _largest(totals))
+    )
+    print(f"    {'where':16} {'command':16} {'CPU-s':>8} {'processes':>10} {'ms each':>8}")
+    for (place_name, command), value in _largest(seconds)[:top]:
+        n = count[(place_name, command)]
+        print(f"    {place_name:16} {command:16} {value:8.1f} {n:10d} {1000 * value / n:8.1f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--top", type=int, default=30, help="rows to print (default 30)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG...]")
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command: scripts/cpu-profile.py -- COMMAND [ARG...]")
+    if os.geteuid() != 0:
+        sys.exit("cpu-profile: process accounting needs root")
+    if shutil.which("accton") is None:
+        print("==> cpu-profile: apt: installing acct (accton)", file=sys.stderr)
+        apt = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "install", "-y", "-qq", "acct"], check=True, env=apt)
+    with tempfile.TemporaryDirectory(prefix="cpu-profile.") as folder:
+        accounting = Path(folder, "pacct")
+        accounting.touch()
+        subprocess.run(["accton", str(accounting)], check=True, stdout=subprocess.DEVNULL)
+        busy = busy_seconds()
+        try:
+            rc = subprocess.run(command, check=False).returncode
+        finally:
+            busy = busy_seconds() - busy
+            subprocess.run(["accton", "off"], check=True, stdout=subprocess.DEVNULL)
+        report(read_accounting(accounting), busy, args.top)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
