@@ -7,7 +7,8 @@ control machine, or a container: a descendant of podman's conmon) and by command
 the busy CPU seconds of /proc/stat. Accounting sees every process of the machine, containers
 included, however short-lived, which a sampling profiler of one process does not; what it
 misses is kernel threads and processes still running at the end. The kernel counts in ticks of
-10 ms, so processes shorter than a tick count as nothing.
+10 ms, so a process of a few milliseconds may count as nothing. Accounting writes to one file for
+the whole machine: run one profile at a time.
 
 Usage: scripts/cpu-profile.py [--top N] -- COMMAND [ARG...]   (as root)
 e.g.   scripts/cpu-profile.py -- make test-molecule
@@ -132,6 +133,7 @@ def main() -> int:
     if shutil.which("accton") is None:
         print("==> cpu-profile: apt: installing acct (accton)", file=sys.stderr)
         apt = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=apt)
         subprocess.run(["apt-get", "install", "-y", "-qq", "acct"], check=True, env=apt)
     with tempfile.TemporaryDirectory(prefix="cpu-profile.") as folder:
         accounting = Path(folder, "pacct")
