@@ -45,6 +45,8 @@ class Process:
     cpu: float  # user + system, seconds
     pid: int
     ppid: int
+    start: float = 0.0  # seconds since the epoch, whole seconds
+    end: float = 0.0
 
 
 def comp_t(value: int) -> int:
@@ -59,32 +61,49 @@ def read_accounting(path: Path) -> list[Process]:
         fields = ACCT_V3.unpack_from(data, offset)
         if fields[1] & 0x7F != 3:
             sys.exit(f"cpu-profile: {path}: record {offset // ACCT_V3.size} is not version 3")
-        pid, ppid, utime, stime, comm = fields[6], fields[7], fields[10], fields[11], fields[18]
-        cpu = (comp_t(utime) + comp_t(stime)) / TICKS_PER_SECOND
-        command = comm.split(b"\0", 1)[0].decode(errors="replace")
-        processes.append(Process(command, cpu, pid, ppid))
+        pid, ppid, start, elapsed = fields[6], fields[7], fields[8], fields[9]
+        cpu = (comp_t(fields[10]) + comp_t(fields[11])) / TICKS_PER_SECOND
+        command = fields[18].split(b"\0", 1)[0].decode(errors="replace")
+        processes.append(
+            Process(command, cpu, pid, ppid, start, start + elapsed / TICKS_PER_SECOND)
+        )
     return processes
 
 
-def where(processes: list[Process]) -> dict[int, str]:
-    """Each pid's place: 'container' below a conmon process, else 'control machine'."""
-    by_pid = {p.pid: p for p in processes}
+def where(processes: list[Process]) -> list[str]:
+    """Each process's place: 'container' below a conmon process, else 'control machine'.
+
+    A long run reuses pids (32768 of them on a small machine), so a process's parent is the
+    process of its parent pid that was running when it started."""
+    by_pid: dict[int, list[int]] = collections.defaultdict(list)
+    for index, process in enumerate(processes):
+        by_pid[process.pid].append(index)
+
+    def parent_of(index: int) -> int | None:
+        child = processes[index]
+        alive = [  # start is in whole seconds: a second's slack
+            other
+            for other in by_pid.get(child.ppid, [])
+            if other != index
+            and processes[other].start - 1 <= child.start <= processes[other].end + 1
+        ]
+        return max(alive, key=lambda other: processes[other].start, default=None)
+
     place: dict[int, str] = {}
 
-    def place_of(pid: int, seen: frozenset[int]) -> str:
-        process = by_pid.get(pid)
-        if pid in place or process is None or pid in seen:  # pids are reused: no loops
-            return place.get(pid, "control machine")
-        parent = by_pid.get(process.ppid)
-        if parent is not None and parent.command == "conmon" and process.command not in HOST_TOOLS:
-            place[pid] = "container"
-        else:
-            place[pid] = place_of(process.ppid, seen | {pid})
-        return place[pid]
+    def place_of(index: int, seen: frozenset[int]) -> str:
+        if index not in place:
+            parent = parent_of(index)
+            if parent is None or parent in seen:
+                place[index] = "control machine"
+            elif processes[parent].command == "conmon":
+                host_tool = processes[index].command in HOST_TOOLS
+                place[index] = "control machine" if host_tool else "container"
+            else:
+                place[index] = place_of(parent, seen | {index})
+        return place[index]
 
-    for process in processes:
-        place_of(process.pid, frozenset())
-    return place
+    return [place_of(index, frozenset()) for index in range(len(processes))]
 
 
 def busy_seconds() -> float:
@@ -99,12 +118,12 @@ def _largest(values: dict[K, float]) -> list[tuple[K, float]]:
 
 
 def report(processes: list[Process], busy: float, top: int) -> None:
-    place = where(processes)
+    places = where(processes)
     seconds: dict[tuple[str, str], float] = collections.defaultdict(float)
     count: collections.Counter[tuple[str, str]] = collections.Counter()
     totals: dict[str, float] = collections.defaultdict(float)
-    for process in processes:
-        key = (place[process.pid], process.command)
+    for process, place in zip(processes, places, strict=True):
+        key = (place, process.command)
         seconds[key] += process.cpu
         count[key] += 1
         totals[key[0]] += process.cpu

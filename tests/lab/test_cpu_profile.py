@@ -61,19 +61,38 @@ def test_a_process_below_conmon_ran_in_a_container(profile: ModuleType) -> None:
         process("python3", 0.2, 40, 30),  # a module run in the container
         process("podman", 0.1, 50, 10),  # conmon's cleanup, on the control machine
         process("ansible-playboo", 1.0, 60, 5),
-        process("a", 0.0, 70, 71),  # pids reused into a loop
+        process("a", 0.0, 70, 71),  # pids in a loop
         process("b", 0.0, 71, 70),
     ]
-    assert profile.where(processes) == {
-        10: "control machine",
-        20: "container",
-        30: "container",
-        40: "container",
-        50: "control machine",
-        60: "control machine",
-        70: "control machine",
-        71: "control machine",
-    }
+    assert profile.where(processes) == [
+        "control machine",
+        "container",
+        "container",
+        "container",
+        "control machine",
+        "control machine",
+        "control machine",
+        "control machine",
+    ]
+
+
+def test_a_reused_pid_is_the_parent_only_while_it_ran(profile: ModuleType) -> None:
+    """Pids wrap in a long run: the parent is the process of that pid alive at the start."""
+    process = profile.Process
+    processes = [
+        process("sshd", 0.1, 30, 20, start=100, end=110),
+        process("conmon", 0.0, 20, 1, start=90, end=120),
+        process("python3", 0.2, 40, 30, start=105, end=106),  # below the container's sshd
+        process("bash", 0.0, 30, 1, start=200, end=300),  # pid 30 again, on the control machine
+        process("python3", 0.2, 41, 30, start=250, end=251),
+    ]
+    assert profile.where(processes) == [
+        "container",
+        "control machine",
+        "container",
+        "control machine",
+        "control machine",
+    ]
 
 
 def test_the_report_sums_by_place_and_command(
