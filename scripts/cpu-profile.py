@@ -126,7 +126,7 @@ def report(processes: list[Process], busy: float, top: int) -> None:
         key = (place, process.command)
         seconds[key] += process.cpu
         count[key] += 1
-        totals[key[0]] += process.cpu
+        totals[place] += process.cpu
     counted = sum(totals.values())
     print(
         f"==> cpu-profile: {busy:.1f} CPU-s busy (/proc/stat); {counted:.1f} in the "
