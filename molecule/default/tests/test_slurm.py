@@ -36,3 +36,10 @@ def test_every_worker_is_idle(cluster: Cluster, controller: Host, eventually: An
         return all(states().get(cluster.node_name(w)) == "idle" for w in cluster.workers)
 
     assert eventually(all_idle, timeout=60), f"sinfo: {states()}"
+
+
+def test_batch_jobs_are_scheduled_when_submitted(cluster: Cluster, controller: Host) -> None:
+    """slurm_scheduler_parameters reached slurmctld (its default: no 3 s batch_sched_delay)."""
+    want = ",".join(cluster.var("slurm_scheduler_parameters", ["batch_sched_delay=0"]))
+    shown = controller.check_output("scontrol show config | grep '^SchedulerParameters '")
+    assert shown.split("=", 1)[1].strip() == want, shown
