@@ -121,7 +121,7 @@ def test_wait_polls_until_the_job_completes_and_reads_its_output(tmp_path: Path)
     result = job(
         runner, clock=clock, command="true", wait=True, poll_interval=0.5, tail_lines=2
     ).apply()
-    assert clock.sleeps == [0.5, 0.5]
+    assert clock.sleeps == [0.25, 0.25]  # a quarter second, then a quarter of the time waited
     assert result["state"] == "COMPLETED"
     assert result["exit_code"] == 0
     assert result["elapsed"] == 62
@@ -151,12 +151,45 @@ def test_waiting_longer_than_timeout_fails_and_leaves_the_job() -> None:
     runner = FakeRunner().expect(
         ["/usr/bin/sbatch", "--parsable", "--wrap=sleep 99"], stdout="42\n"
     )
-    for _ in range(3):
+    # Checks at 0, 0.25, 0.5, 0.75, 1, 1.25, then a quarter of the time waited: 1.56, 1.95,
+    # 2.44, 3.05, 3.81 and 4.77 s, past the timeout.
+    for _ in range(12):
         runner.expect(SCONTROL, stdout=job_line("RUNNING"))
+    clock = FakeClock()
     with pytest.raises(SlurmJobError, match=r"^job 42 still RUNNING after 4 s") as failure:
-        job(runner, command="sleep 99", wait=True, timeout=4, poll_interval=2.0).apply()
+        job(
+            runner, clock=clock, command="sleep 99", wait=True, timeout=4, poll_interval=2.0
+        ).apply()
+    assert clock.sleeps[:5] == [0.25] * 5
+    waited = [sum(clock.sleeps[:i]) for i in range(5, len(clock.sleeps))]
+    assert clock.sleeps[5:] == pytest.approx([w / 4 for w in waited])
     assert failure.value.result["job_id"] == "42"
     assert not runner.script
+
+
+def test_a_short_job_is_seen_finished_within_a_quarter_second() -> None:
+    runner = FakeRunner().expect(["/usr/bin/sbatch", "--parsable", "--wrap=true"], stdout="42\n")
+    runner.expect(SCONTROL, stdout=job_line("RUNNING"))
+    runner.expect(SCONTROL, stdout=job_line("COMPLETED"))
+    clock = FakeClock()
+    result = job(runner, clock=clock, command="true", wait=True).apply()
+    assert clock.sleeps == [0.25]
+    assert result["state"] == "COMPLETED"
+
+
+def test_the_gap_between_checks_stops_growing_at_poll_interval() -> None:
+    runner = FakeRunner().expect(
+        ["/usr/bin/sbatch", "--parsable", "--wrap=sleep 99"], stdout="42\n"
+    )
+    for _ in range(40):  # more than the checks of 30 s
+        runner.expect(SCONTROL, stdout=job_line("RUNNING"))
+    clock = FakeClock()
+    with pytest.raises(SlurmJobError, match=r"still RUNNING after 30 s"):
+        job(
+            runner, clock=clock, command="sleep 99", wait=True, timeout=30, poll_interval=2.0
+        ).apply()
+    assert clock.sleeps[-3:] == [2.0, 2.0, 2.0]
+    assert max(clock.sleeps) == 2.0
 
 
 def test_sbatch_errors_are_reported_with_their_text() -> None:
