@@ -93,11 +93,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # ansible, with them, where requirements-dev.txt does not pin it).
   # Unpacking it is mostly the kernel's work (7 of its 10 s), so it runs beside the install
   # of the rest, which does not depend on it.
-  ansible_pin=$(grep -E '^ansible *[=<>~!]' requirements-dev.txt || true)
+  ansible_line='^ansible *[=<>~!]'
+  ansible_pin=$(grep -E "$ansible_line" requirements-dev.txt || true)
   if [ -n "$ansible_pin" ]; then
     "$VENV/bin/pip" install -q --no-compile --no-deps "$ansible_pin" &
     collections=$!
-    "$VENV/bin/pip" install -q -r <(grep -vE '^ansible *[=<>~!]' requirements-dev.txt) -e payload ||
+    "$VENV/bin/pip" install -q -r <(grep -vE "$ansible_line" requirements-dev.txt) -e payload ||
       { wait "$collections"; exit 1; }
     wait "$collections"
   else
