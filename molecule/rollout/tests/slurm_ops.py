@@ -147,8 +147,10 @@ class Slurm:
         values.write_text(json.dumps(extra_vars))
         # The playbook timings of lab/molecule-test.sh are molecule's converges only.
         env = {k: v for k, v in os.environ.items() if k != "GPULAB_TIMINGS_FILE"}
-        # profile_tasks for play_seconds; preload as ansible.cfg has it.
-        env["ANSIBLE_CALLBACKS_ENABLED"] = "gpulab.cluster.preload,ansible.posix.profile_tasks"
+        # profile_tasks for play_seconds; preload and bytecode as ansible.cfg has them.
+        env["ANSIBLE_CALLBACKS_ENABLED"] = (
+            "gpulab.cluster.preload,gpulab.cluster.bytecode,ansible.posix.profile_tasks"
+        )
         return subprocess.run(
             ["ansible-playbook", "-i", self.cluster.inventory, playbook,
              "--extra-vars", f"@{values}", *(["--limit", limit] if limit else [])],
