@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ from gpulab.submit import (
     wait,
     wait_for_result,
 )
-from gpulab.submit.job import FORGOTTEN_POLLS, GARBLED_POLLS, job_script
+from gpulab.submit.job import FIRST_POLL_S, FORGOTTEN_POLLS, GARBLED_POLLS, job_script
 from gpulab.submit.staging import upload
 
 from tests.submit.fakes import FakeTransport, ok
@@ -172,15 +173,46 @@ def test_wait_reports_each_change_then_the_final_state() -> None:
         }
     )
     progress: list[str] = []
-    sleeps: list[float] = []
-    final = wait(transport, JOB, progress.append, poll_s=0.5, sleep=sleeps.append)
+    final = wait(transport, JOB, progress.append, sleep=lambda _: None)
     assert final == JobState("COMPLETED", "", "worker1", exit_code=0, signal=0, job_id="17")
     assert progress == [
         "job 17 PENDING (Resources)",
         "job 17 RUNNING on worker1",
         "job 17 COMPLETED on worker1 (exit code 0)",
     ]
-    assert sleeps == [0.5, 0.5, 0.5]
+
+
+def _clocked() -> tuple[list[float], Callable[[], float], Callable[[float], None]]:
+    """A clock that only the waits move: (the gaps slept, clock, sleep)."""
+    gaps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        gaps.append(seconds)
+
+    return gaps, lambda: sum(gaps), sleep
+
+
+def test_a_known_job_is_polled_often_at_first_then_every_poll_s() -> None:
+    running = ok(_squeue("RUNNING", nodes="worker1"))
+    transport = FakeTransport(
+        {
+            "squeue": [running] * 20 + [ok(_squeue("COMPLETED", nodes="worker1"))],
+            "scontrol": [ok("JobId=17 JobState=COMPLETED ExitCode=0:0 NodeList=worker1")],
+        }
+    )
+    gaps, clock, sleep = _clocked()
+    wait(transport, JOB, lambda _: None, poll_s=2, clock=clock, sleep=sleep)
+    # A quarter of the time waited, at least FIRST_POLL_S, at most poll_s.
+    assert gaps[:5] == [FIRST_POLL_S] * 5
+    assert all(gap == min(2, max(FIRST_POLL_S, sum(gaps[:i]) / 4)) for i, gap in enumerate(gaps))
+    assert gaps[-2:] == [2, 2] and len(gaps) == 20
+
+
+def test_a_job_slurm_does_not_know_is_polled_every_poll_s() -> None:
+    gaps, clock, sleep = _clocked()
+    with pytest.raises(JobForgotten):
+        wait(_forgotten(), JOB, lambda _: None, poll_s=2, clock=clock, sleep=sleep)
+    assert gaps == [2] * (FORGOTTEN_POLLS - 1)  # 28 s with no record of it, as before
 
 
 def test_wait_keeps_polling_until_a_final_state_is_known() -> None:
@@ -291,7 +323,7 @@ def test_wait_cancels_a_job_that_outlives_the_timeout() -> None:
             transport, JOB, lambda _: None, timeout_s=5, poll_s=2, clock=lambda: now[0], sleep=sleep
         )
     assert transport.calls[-1] == ("scancel", "17")
-    assert now[0] == 6
+    assert 5 <= now[0] < 5 + 2  # at the first poll past the timeout
 
 
 def test_fetch_result_adds_nothing_the_run_recorded() -> None:
