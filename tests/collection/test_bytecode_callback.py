@@ -80,12 +80,23 @@ def test_a_source_this_python_cannot_compile_travels_without_bytecode(tmp_path: 
 def test_each_file_compiles_once_then_comes_from_the_cache(tmp_path: Path) -> None:
     cache = BytecodeCache(tmp_path / "cache")
     first = cache.pyc("mod.py", b"VALUE = 1\n")
-    (stored,) = (tmp_path / "cache").iterdir()
-    stored.write_bytes(b"what the cache holds")
     assert first is not None and first[:4] == importlib.util.MAGIC_NUMBER
-    assert cache.pyc("mod.py", b"VALUE = 1\n") == b"what the cache holds"
-    assert cache.pyc("mod.py", b"VALUE = 2\n") != b"what the cache holds"  # another source
-    assert cache.pyc("other.py", b"VALUE = 1\n") != b"what the cache holds"  # another name
+    (stored,) = (tmp_path / "cache").iterdir()
+    marked = first + b"\0"  # still whole: marshal reads one object and ignores what follows
+    stored.write_bytes(marked)
+    assert cache.pyc("mod.py", b"VALUE = 1\n") == marked
+    assert cache.pyc("mod.py", b"VALUE = 2\n") != marked  # another source
+    assert cache.pyc("other.py", b"VALUE = 1\n") != marked  # another name
+
+
+def test_a_damaged_cache_file_is_compiled_again(tmp_path: Path) -> None:
+    cache = BytecodeCache(tmp_path / "cache")
+    whole = cache.pyc("mod.py", b"VALUE = 1\n")
+    assert whole is not None
+    (stored,) = (tmp_path / "cache").iterdir()
+    stored.write_bytes(whole[:-3])  # cut short, as by a full disk
+    assert cache.pyc("mod.py", b"VALUE = 1\n") == whole
+    assert stored.read_bytes() == whole
 
 
 def test_a_cache_that_cannot_be_written_costs_only_the_compile(tmp_path: Path) -> None:

@@ -75,20 +75,16 @@ class BytecodeCache:
         """The .pyc for source as NAME, or None where this Python cannot compile it."""
         key = hashlib.sha256(importlib.util.MAGIC_NUMBER + name.encode() + b"\0" + source)
         path = self.directory / f"{key.hexdigest()}.pyc"
-        try:
-            return path.read_bytes()
-        except OSError:
-            pass
+        header = importlib.util.MAGIC_NUMBER + UNCHECKED_HASH + importlib.util.source_hash(source)
+        with contextlib.suppress(OSError):
+            cached = path.read_bytes()
+            if _loads(cached, header):  # a damaged file would fail every task that imports it
+                return cached
         try:
             code = compile(source, name, "exec", dont_inherit=True)
         except (SyntaxError, ValueError):
             return None  # not for this Python: the host compiles the source, as it would anyway
-        data = (
-            importlib.util.MAGIC_NUMBER
-            + UNCHECKED_HASH
-            + importlib.util.source_hash(source)
-            + marshal.dumps(code)
-        )
+        data = header + marshal.dumps(code)
         self._store(path, data)
         return data
 
@@ -102,6 +98,17 @@ class BytecodeCache:
             os.replace(temp, path)
         except OSError:
             pass  # a cache that cannot be written costs a compile next time, nothing else
+
+
+def _loads(pyc: bytes, header: bytes) -> bool:
+    """Whether pyc is whole: the expected header and code that unmarshals."""
+    if not pyc.startswith(header):
+        return False
+    try:
+        marshal.loads(pyc[len(header) :])
+    except (EOFError, ValueError, TypeError):
+        return False
+    return True
 
 
 def with_bytecode(zip_data: bytes, cache: BytecodeCache) -> bytes:
