@@ -396,3 +396,10 @@ def test_queued_jobs_name_every_partition_and_their_submit_time() -> None:
         (("debug", "main"), "pending"),
     ]
     assert jobs[0].submitted is not None and jobs[1].submitted is None
+
+
+def test_poll_gap_is_a_quarter_of_the_wait_between_its_bounds() -> None:
+    assert slurm_client.poll_gap(0.0, 0.25, 2.0) == 0.25
+    assert slurm_client.poll_gap(4.0, 0.25, 2.0) == 1.0
+    assert slurm_client.poll_gap(60.0, 0.25, 2.0) == 2.0
+    assert slurm_client.poll_gap(60.0, 0.0, 0.0) == 0.0  # poll_s=0: tests that do not wait

@@ -28,9 +28,9 @@ GPU_BACKENDS = ("auto", "vulkan")
 FORGOTTEN_POLLS = 15
 # Polls in a row of unreadable squeue output before waiting gives up.
 GARBLED_POLLS = 5
-# The shortest gap between two polls of a job Slurm knows: gaps are a quarter of the time
-# waited, up to poll_s, so a short job's end is seen within half a second and a long one
-# costs a poll every poll_s (each poll is an SSH command on the controller: 50 clients
+# The shortest gap between two polls of a job Slurm knows (slurm_client.poll_gap: a quarter
+# of the time waited, up to poll_s), so a short job's end is seen within half a second and a
+# long one costs a poll every poll_s (each poll is an SSH command on the controller: 50 clients
 # waiting at once start at 100 a second, not 200 as the collection's slurm_job, which runs
 # on the controller, would). A job Slurm does not know, or output that cannot be read, is
 # polled every poll_s, so the two limits above keep their length in seconds.
@@ -175,7 +175,7 @@ def wait(
     running after timeout_s is cancelled and WaitTimedOut raised. JobForgotten when squeue,
     scontrol and sacct all lack the job for FORGOTTEN_POLLS polls in a row; Unreachable when
     squeue's output cannot be read for GARBLED_POLLS polls in a row. Polls start FIRST_POLL_S
-    apart and slow down to poll_s (FIRST_POLL_S)."""
+    apart and slow down to poll_s."""
     start = clock()
     deadline = None if timeout_s is None else start + timeout_s
     shown = ""
@@ -217,7 +217,7 @@ def wait(
                 f"job {job.job_id} still {where} after {timeout_s:g} s: cancelled it"
             )
         doubtful = unknown or garbled
-        sleep(poll_s if doubtful else min(poll_s, max(FIRST_POLL_S, (clock() - start) / 4)))
+        sleep(poll_s if doubtful else slurm_client.poll_gap(clock() - start, FIRST_POLL_S, poll_s))
 
 
 def wait_for_result(

@@ -177,6 +177,16 @@ def squeue_all_argv(*, squeue: str = "squeue") -> list[str]:
     return [squeue, "--noheader", "--all", "--array", "--format=%P|%T|%V"]
 
 
+# --- waiting --------------------------------------------------------------------------------
+
+
+def poll_gap(waited_s: float, first_s: float, longest_s: float) -> float:
+    """Seconds to wait before asking about a job again: a quarter of the time waited so far, at
+    least first_s and at most longest_s. A short job's end is seen within a fraction of its run
+    time; a long job costs one question every longest_s."""
+    return min(longest_s, max(first_s, waited_s / 4))
+
+
 # --- output ---------------------------------------------------------------------------------
 
 

@@ -224,6 +224,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_client import
     parse_sacct,
     parse_scontrol,
     parse_squeue_lines,
+    poll_gap,
     sacct_argv,
     sbatch_argv,
     scontrol_job_argv,
@@ -258,9 +259,9 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "tail_lines": {"type": "int", "default": 20},
 }
 JOB_SOURCES = ("script", "script_path", "command")
-# The shortest gap between two state checks; gaps are a quarter of the time waited, up to
-# poll_interval: a late answer costs at most a quarter of the job's time, a job of a few
-# seconds a few more scontrol calls.
+# The shortest gap between two state checks (slurm_client.poll_gap: a quarter of the time
+# waited, up to poll_interval): a late answer costs at most a quarter of the job's time, a job
+# of a few seconds a few more scontrol calls.
 FIRST_POLL_S = 0.25
 MODULE_KWARGS: dict[str, Any] = {
     "mutually_exclusive": [
@@ -406,7 +407,7 @@ class SlurmJob:
                     **describe(info, 0),
                 )
             waited = self.clock() - start
-            self.sleep(min(self.params["poll_interval"], max(FIRST_POLL_S, waited / 4)))
+            self.sleep(poll_gap(waited, FIRST_POLL_S, self.params["poll_interval"]))
 
     def active_jobs(self) -> list[str]:
         """Your pending or running jobs named params['name'], oldest first."""
