@@ -21,6 +21,7 @@ itself). This is the lab's, not the roles': real hosts run modules with their ow
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import base64
 import builtins
@@ -47,8 +48,8 @@ import types
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOCKET = "/run/gpulab-python.sock"
-STORE = "/run/gpulab-python"
+SOCKET = "/run/gpulab-python.sock"  # the client's too (gpulab-python3)
+STORE = "/run/gpulab-python"  # the zip the server imported from
 PYTHON = "/usr/bin/python3"
 # What a module imports before its own code runs, and what fixes the key of that import.
 PRELOAD = ("ansible.module_utils.basic", "ansible.module_utils._internal._ansiballz._loader")
@@ -89,7 +90,12 @@ class PayloadFinder:
 
 
 class Server:
-    def __init__(self) -> None:
+    def __init__(
+        self, socket_path: str = SOCKET, store: str = STORE, verbose: bool = False
+    ) -> None:
+        self.socket_path = socket_path
+        self.store = store
+        self.verbose = verbose
         # The files the server imported: None before the first payload, empty when that
         # import failed (every payload then runs in a new Python).
         self.imported: dict[str, tuple[int, int]] | None = None
@@ -105,8 +111,8 @@ class Server:
     def preload(self, data: bytes) -> None:
         self.imported = {}
         files = zip_files(data)
-        os.makedirs(STORE, mode=0o700, exist_ok=True)
-        path = os.path.join(STORE, "module_utils.zip")
+        os.makedirs(self.store, mode=0o700, exist_ok=True)
+        path = os.path.join(self.store, "module_utils.zip")
         with open(path + ".tmp", "wb") as f:
             f.write(data)
         os.replace(path + ".tmp", path)
@@ -128,10 +134,10 @@ class Server:
 
     def serve(self) -> None:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(SOCKET)
+            os.unlink(self.socket_path)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o077)
-        listener.bind(SOCKET)
+        listener.bind(self.socket_path)
         os.umask(old)
         listener.listen(64)
         wake_r, wake_w = os.pipe()
@@ -194,7 +200,7 @@ class Server:
             raise ConnectionError("the client sent no standard streams")
         argv: list[bytes] = request["argv"]
         if argv:
-            with open(argv[0], "rb") as f:
+            with open(os.path.join(request["cwd"], argv[0]), "rb") as f:
                 program = f.read()
         else:
             with open(os.dup(fds[0]), "rb", closefd=True) as f:
@@ -210,6 +216,11 @@ class Server:
         for fd in fds:
             os.close(fd)
         self.clients[pid] = conn
+        if self.verbose:
+            how = "in this process's Python" if in_process else "in a new Python"
+            print(
+                f"gpulab-python: {pid} runs {len(program)} bytes {how}", file=sys.stderr, flush=True
+            )
         conn.sendall(struct.pack("!ci", b"p", pid))
         if data is not None and self.imported is None:
             self.preload(data)
@@ -312,5 +323,14 @@ def fresh_python(program: bytes, argv: list[bytes]) -> None:
     os.execv(PYTHON, [PYTHON])
 
 
+def main() -> None:
+    parser = argparse.ArgumentParser(description="The lab nodes' Python for Ansible modules.")
+    parser.add_argument("--socket", default=SOCKET, help=f"where clients connect ({SOCKET})")
+    parser.add_argument("--store", default=STORE, help=f"a folder of root's for its zip ({STORE})")
+    parser.add_argument("--verbose", action="store_true", help="a line per run: how it runs")
+    options = parser.parse_args()
+    Server(options.socket, options.store, options.verbose).serve()
+
+
 if __name__ == "__main__":
-    Server().serve()
+    main()
