@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# `make test`'s checks, in two streams at once: molecule's default scenario (the longest,
-# about 12 min) and the others in order (lint, payload tests, ansible-test sanity, the
-# native tests, the collection tests). Every check of the sequential run, none dropped.
+# `make test`'s checks, in two lanes at once: molecule's default scenario (the longest, about
+# 8 min) and the others (the collection tests, lint, payload tests, ansible-test sanity, the
+# native tests). Every check of the sequential run, none dropped.
 # The others start once molecule has measured its cold and idempotent converges, so that
 # those two figures are taken with the machine to themselves (on 2 cores they came out 1.6x
 # and 1.9x slower beside the other checks), and run at the lowest CPU priority (nice 19) on
 # what molecule leaves of the cores, while its later steps wait on Slurm jobs and containers.
+# They are one queue, longest first: when molecule ends, its lane takes the checks the other
+# lane has not begun, so that both cores work to the end.
 # By then molecule's converge has built the payload's wheelhouse
 # (build/payload), which the collection tests' node check reuses instead of building it at the
 # same time. Each check's output goes to build/test/CHECK.log; a check that
@@ -24,7 +26,7 @@ mkdir -p "$logs"
 timings=$PWD/$logs/molecule-timings
 rm -f "$logs"/*.log "$logs"/*.status "$timings"
 prebuilt=(-o setup -o collection -o image -o native)
-other_checks=(lint test-payload test-sanity native-sanitize native-arm64 test-collection)
+other_checks=(test-collection lint test-payload test-sanity native-sanitize native-arm64)
 
 # Machine-wide CPU time, busy and in all, in seconds: what the run used of what 2 x its
 # wall time offered (the floor of a run on this machine is busy / cores).
@@ -52,13 +54,29 @@ run_check() {
 read -r busy0 all0 < <(cpu_seconds)
 start=$SECONDS
 echo "==> [test] molecule's default scenario; after its idempotent converge, beside it: ${other_checks[*]}; logs in $logs/"
-GPULAB_TIMINGS_FILE=$timings run_check test-molecule &
-molecule=$!
+# The queue: one line per check not yet begun; a lane takes the first under the lock.
+queue=$logs/queue
+printf '%s\n' "${other_checks[@]}" >"$queue"
+next_check() {
+  flock "$queue.lock" sh -c 'head -n 1 "$1"; sed -i 1d "$1"' - "$queue"
+}
+# run_lane NICENESS: the queue's checks, one after another, until it is empty.
+run_lane() {
+  local check
+  while check=$(next_check) && [ -n "$check" ]; do
+    run_check "$check" "$1"
+  done
+}
 converges_measured() {
   local n
   n=$(grep -c '"playbook": "converge.yml"' "$timings" 2>/dev/null)
   echo "${n:-0}"
 }
+{
+  GPULAB_TIMINGS_FILE=$timings run_check test-molecule
+  run_lane 0
+} &
+molecule=$!
 while kill -0 "$molecule" 2>/dev/null && (($(converges_measured) < 2)); do
   sleep 2
 done
@@ -66,9 +84,7 @@ done
 # steps follow each other and decide when the run ends, so they take the cores when they need
 # them, and the other checks use what molecule leaves (its waits on Slurm jobs and containers,
 # the converge of the one worker it adds).
-for check in "${other_checks[@]}"; do
-  run_check "$check" 19
-done
+run_lane 19
 wait "$molecule"
 read -r busy1 all1 < <(cpu_seconds)
 
