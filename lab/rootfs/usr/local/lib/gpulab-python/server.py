@@ -89,6 +89,14 @@ class PayloadFinder:
         return importlib.machinery.PathFinder.find_spec(name, [location])
 
 
+def interpreter() -> tuple[str, int, int]:
+    """The Python a new process would run: when an upgrade replaces it, the server's own
+    (the one its workers fork from) is out of date."""
+    path = os.path.realpath(PYTHON)
+    found = os.stat(path)
+    return path, found.st_ino, found.st_mtime_ns
+
+
 class Server:
     def __init__(
         self, socket_path: str = SOCKET, store: str = STORE, verbose: bool = False
@@ -100,6 +108,8 @@ class Server:
         # import failed (every payload then runs in a new Python).
         self.imported: dict[str, tuple[int, int]] | None = None
         self.clients: dict[int, socket.socket] = {}
+        self.interpreter = interpreter()
+        self.stale = False  # Python was upgraded under the server: it ends when idle
 
     def matches(self, data: bytes | None) -> bool:
         """Whether the payload carries the very files the server imported."""
@@ -161,6 +171,16 @@ class Server:
                     with contextlib.suppress(BlockingIOError):
                         os.read(wake_r, 4096)
             self.reap()
+            if self.stale:
+                # New clients run python3 themselves; systemd starts the server again, on
+                # the new Python, once the last worker has ended (Restart=always).
+                if listener.fileno() >= 0:
+                    events.unregister(listener)
+                    listener.close()
+                    os.unlink(self.socket_path)
+                    print("gpulab-python: Python was replaced", file=sys.stderr, flush=True)
+                if not self.clients:
+                    return
 
     def reap(self) -> None:
         while self.clients:
@@ -206,7 +226,8 @@ class Server:
             with open(os.dup(fds[0]), "rb", closefd=True) as f:
                 program = f.read()
         data = payload_zip(program)
-        in_process = self.matches(data)
+        self.stale = self.stale or interpreter() != self.interpreter
+        in_process = not self.stale and self.matches(data)
         pid = os.fork()
         if pid == 0:
             events.close()
