@@ -51,7 +51,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOCKET = "/run/gpulab-python.sock"  # the client's too (gpulab-python3)
 STORE = "/run/gpulab-python"  # the zip the server imported from
 PYTHON = "/usr/bin/python3"
-# What a module imports before its own code runs, and what fixes the key of that import.
+# What a module imports before its own code runs: the server imports it once.
 PRELOAD = ("ansible.module_utils.basic", "ansible.module_utils._internal._ansiballz._loader")
 ZIP_DATA = re.compile(rb"zip_data='([A-Za-z0-9+/=]+)'")
 MAX_HEADER = 1 << 20
@@ -210,11 +210,7 @@ class Server:
             conn.close()
             return
         blob, fds, _, _ = socket.recv_fds(conn, size, 3)
-        while len(blob) < size:
-            more = conn.recv(size - len(blob))
-            if not more:
-                raise ConnectionError("the client went away")
-            blob += more
+        blob += recv_exactly(conn, size - len(blob))
         request = marshal.loads(blob)
         if len(fds) != 3:
             raise ConnectionError("the client sent no standard streams")
