@@ -7,7 +7,10 @@
 # and 1.9x slower beside the other checks), and run at the lowest CPU priority (nice 19) on
 # what molecule leaves of the cores, while its later steps wait on Slurm jobs and containers.
 # They are one queue, longest first: when molecule ends, its lane takes the checks the other
-# lane has not begun, so that both cores work to the end.
+# lane has not begun, so that both cores work to the end. The two short native checks run
+# before that, from the start, also at nice 19: molecule's first half minute (its lab tests,
+# destroy, create, prepare) left a core about half idle, and at the end they were the checks
+# that ran on one lane while the other waited.
 # By then molecule's converge has built the payload's wheelhouse
 # (build/payload), which the collection tests' node check reuses instead of building it at the
 # same time. Each check's output goes to build/test/CHECK.log; a check that
@@ -26,7 +29,8 @@ mkdir -p "$logs"
 timings=$PWD/$logs/molecule-timings
 rm -f "$logs"/*.log "$logs"/*.status "$timings"
 prebuilt=(-o setup -o collection -o image -o native)
-other_checks=(test-collection lint test-payload test-sanity native-sanitize native-arm64)
+early_checks=(native-arm64 native-sanitize)
+other_checks=(test-collection lint test-payload test-sanity)
 
 # Machine-wide CPU time, busy and in all, in seconds: what the run used of what 2 x its
 # wall time offered (the floor of a run on this machine is busy / cores).
@@ -53,7 +57,7 @@ run_check() {
 
 read -r busy0 all0 < <(cpu_seconds)
 start=$SECONDS
-echo "==> [test] molecule's default scenario; after its idempotent converge, beside it: ${other_checks[*]}; logs in $logs/"
+echo "==> [test] molecule's default scenario; beside it from the start: ${early_checks[*]}; after its idempotent converge: ${other_checks[*]}; logs in $logs/"
 # The queue: one line per check not yet begun; a lane takes the first under the lock.
 queue=$logs/queue
 printf '%s\n' "${other_checks[@]}" >"$queue"
@@ -77,6 +81,12 @@ converges_measured() {
   run_lane 0
 } &
 molecule=$!
+{
+  for check in "${early_checks[@]}"; do
+    run_check "$check" 19
+  done
+} &
+early=$!
 while kill -0 "$molecule" 2>/dev/null && (($(converges_measured) < 2)); do
   sleep 2
 done
@@ -84,6 +94,7 @@ done
 # steps follow each other and decide when the run ends, so they take the cores when they need
 # them, and the other checks use what molecule leaves (its waits on Slurm jobs and containers,
 # the converge of the one worker it adds).
+wait "$early"
 run_lane 19
 wait "$molecule"
 read -r busy1 all1 < <(cpu_seconds)
@@ -91,7 +102,7 @@ read -r busy1 all1 < <(cpu_seconds)
 # molecule's own summary (lab/molecule-test.sh prints it last): its steps' times.
 sed -n '/^=\{64\}$/,/^=\{64\}$/p' "$logs/test-molecule.log"
 failed=()
-for check in test-molecule "${other_checks[@]}"; do
+for check in test-molecule "${early_checks[@]}" "${other_checks[@]}"; do
   read -r rc <"$logs/$check.status" || rc=1
   ((rc == 0)) || failed+=("$check")
 done
