@@ -7,13 +7,13 @@
 # and 1.9x slower beside the other checks), and run at the lowest CPU priority (nice 19) on
 # what molecule leaves of the cores, while its later steps wait on Slurm jobs and containers.
 # They are one queue, longest first: when molecule ends, its lane takes the checks the other
-# lane has not begun, so that both cores work to the end. The two short native checks run
-# before that, from the start, also at nice 19: molecule's first half minute (its lab tests,
-# destroy, create, prepare) left a core about half idle, and at the end they were the checks
-# that ran on one lane while the other waited.
+# lane has not begun, so that both cores work to the end.
 # By then molecule's converge has built the payload's wheelhouse
 # (build/payload), which the collection tests' node check reuses instead of building it at the
-# same time. Each check's output goes to build/test/CHECK.log; a check that
+# same time. The two short native checks run apart, from the start, also at nice 19:
+# molecule's first half minute (its lab tests, destroy, create, prepare) left a core about half
+# idle, and at the end they were the checks that ran on one lane while the other waited.
+# Each check's output goes to build/test/CHECK.log; a check that
 # fails prints its log when it ends, the others go on, and the exit status is 1 if any failed.
 # The shared prerequisites (setup, collection, image, native) are built before this runs:
 # the checks' make targets are called with them marked done (make -o), so that two
@@ -90,11 +90,11 @@ early=$!
 while kill -0 "$molecule" 2>/dev/null && (($(converges_measured) < 2)); do
   sleep 2
 done
+wait "$early"
 # At the lowest CPU priority, with every process they start (their containers too): molecule's
 # steps follow each other and decide when the run ends, so they take the cores when they need
 # them, and the other checks use what molecule leaves (its waits on Slurm jobs and containers,
 # the converge of the one worker it adds).
-wait "$early"
 run_lane 19
 wait "$molecule"
 read -r busy1 all1 < <(cpu_seconds)
