@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from tests import ansible_fork
 
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOKS = REPO / "collections/ansible_collections/gpulab/cluster/playbooks"
@@ -43,9 +44,9 @@ def _list_tasks(*args: str) -> str:
         for group in ("controller", "storage", "workers")
     )
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    done = subprocess.run(
+    done = ansible_fork.run(
         [str(BIN / "ansible-playbook"), "--list-tasks", "-i", "/dev/stdin", *args],
-        input=inventory, env=env, cwd=REPO, capture_output=True, text=True, check=False,
+        input=inventory, env=env, cwd=REPO,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from tests import ansible_fork
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -26,9 +27,9 @@ def run_playbook(work: Path, **env: str) -> dict[str, Any]:
         "ANSIBLE_RETRY_FILES_ENABLED": "false",
         "ANSIBLE_NOCOLOR": "1",
     } | env
-    done = subprocess.run(
+    done = ansible_fork.run(
         [str(BIN / "ansible-playbook"), "-i", str(work / "hosts.json"), str(work / "play.yml")],
-        capture_output=True, text=True, check=False, cwd=ROOT, env=clean,
+        cwd=ROOT, env=clean,
     )  # fmt: skip
     start = done.stdout.find("{")
     assert done.returncode == 0 and start >= 0, done.stdout[-3000:] + done.stderr[-2000:]

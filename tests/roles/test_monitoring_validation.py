@@ -6,7 +6,6 @@ the listen address is checked against the host's own addresses)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests import ansible_fork
 from tests.roles.test_role_validation import _env  # the same isolated Ansible settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,10 +38,10 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
         }
     }
     (folder / "hosts.json").write_text(json.dumps(inventory))
-    done = subprocess.run(
+    done = ansible_fork.run(
         [str(BIN / "ansible"), "all", "-i", str(folder / "hosts.json"), "-m",
          "ansible.builtin.setup", "-a", "gather_subset=min,network"],
-        capture_output=True, text=True, check=False, cwd=ROOT, env=_env(folder / "cache"),
+        cwd=ROOT, env=_env(folder / "cache"),
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     return folder
@@ -54,10 +54,10 @@ def _run(
              "roles": [{"role": "monitoring"}]}]  # fmt: skip
     (work / "play.yml").write_text(yaml.safe_dump(play))
     (work / "vars.json").write_text(json.dumps(variables))
-    done = subprocess.run(
+    done = ansible_fork.run(
         [str(BIN / "ansible-playbook"), "-i", str(work / "hosts.json"), str(work / "play.yml"),
          "--check", "-e", f"@{work / 'vars.json'}"],
-        capture_output=True, text=True, check=False, cwd=ROOT, env=_env(work / "cache"),
+        cwd=ROOT, env=_env(work / "cache"),
     )  # fmt: skip
     report = json.loads(done.stdout[done.stdout.find("{") :])
     ran = [

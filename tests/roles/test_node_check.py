@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests import ansible_fork
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 # Tasks that change something on every run by design: the check itself and its report.
@@ -40,10 +42,10 @@ def _run(work: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
         "payload_command_link": str(work / "bin/gpulab"),
     }
     (work / "bin").mkdir(exist_ok=True)
-    done = subprocess.run(
+    done = ansible_fork.run(
         [str(BIN / "ansible-playbook"), "-i", "inventory/node-check", "playbooks/node-check.yml",
          "-e", json.dumps(extra)],
-        capture_output=True, text=True, check=False, cwd=ROOT, env=env,
+        cwd=ROOT, env=env,
     )  # fmt: skip
     start = done.stdout.find("{")
     report: dict[str, Any] = json.loads(done.stdout[start:]) if start >= 0 else {}

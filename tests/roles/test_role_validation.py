@@ -20,7 +20,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +29,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests import ansible_fork
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -279,10 +280,10 @@ def fact_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     inventory = work / "hosts.json"
     inventory.write_text(_inventory(HOSTS, {}))
     cache = work / "cache"
-    done = subprocess.run(
+    done = ansible_fork.run(
         [str(BIN / "ansible"), "all", "-i", str(inventory), "-m", "ansible.builtin.setup",
          "-a", "gather_subset=min"],
-        capture_output=True, text=True, check=False, cwd=ROOT, env=_env(cache),
+        cwd=ROOT, env=_env(cache),
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     return cache
@@ -366,10 +367,10 @@ def _run_playbook(work: Path, cache: Path, plays: list[dict[str, Any]], case: Ca
     (work / "hosts.json").write_text(_inventory(groups, host_vars))
     (work / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
     (work / "vars.json").write_text(json.dumps(case.variables if case else GOOD))
-    done = subprocess.run(
+    done = ansible_fork.run(
         [str(BIN / "ansible-playbook"), "-i", str(work / "hosts.json"), str(work / "play.yml"),
          "--check", "-e", f"@{work / 'vars.json'}"],
-        capture_output=True, text=True, check=False, cwd=ROOT, env=_env(cache),
+        cwd=ROOT, env=_env(cache),
     )  # fmt: skip
     start = done.stdout.find("{")
     assert start >= 0, f"no JSON report: {done.stdout}{done.stderr}"
