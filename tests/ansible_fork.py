@@ -103,22 +103,39 @@ def run(
 def _serve() -> None:
     """The server: imports every program's module, then for each request line (JSON) forks a
     child that runs one program, and answers with its exit status. One run at a time."""
-    mains = {name: importlib.import_module(module).main for name, module in PROGRAMS.items()}
+    # What the imports print (a library's deprecation warning), each child prints first, as
+    # a new process would.
+    with tempfile.TemporaryFile() as said:
+        stderr = os.dup(2)
+        os.dup2(said.fileno(), 2)
+        try:
+            mains = {
+                name: importlib.import_module(module).main for name, module in PROGRAMS.items()
+            }
+        finally:
+            sys.stderr.flush()
+            os.dup2(stderr, 2)
+            os.close(stderr)
+        said.seek(0)
+        import_stderr = said.read()
     for line in sys.stdin:
         request = json.loads(line)
         pid = os.fork()
         if pid == 0:
-            _child(mains[request["program"]], request)
+            _child(mains[request["program"]], request, import_stderr)
         _, status = os.waitpid(pid, 0)
         print(json.dumps({"rc": os.waitstatus_to_exitcode(status)}), flush=True)
 
 
-def _child(main: Callable[[list[str]], None], request: dict[str, Any]) -> NoReturn:
+def _child(
+    main: Callable[[list[str]], None], request: dict[str, Any], import_stderr: bytes
+) -> NoReturn:
     code = 250  # Ansible's own status for an unexpected error
     try:
         for fd, name, flags in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY),
                                 (2, "stderr", os.O_WRONLY)):  # fmt: skip
             os.dup2(os.open(request[name], flags), fd)
+        os.write(2, import_stderr)
         sys.argv = request["argv"]
         main(sys.argv)
         code = 0
