@@ -5,7 +5,7 @@ VENV ?= .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help setup image image-trixie image-arm64 lab lab-up lab-fresh lab-down converge converge-now test lint \
+.PHONY: help setup image image-trixie image-arm64 lab lab-up lab-fresh lab-down converge converge-now test lint lint-python lint-ansible \
         test-payload test-collection test-sanity test-molecule test-debian13 test-faults test-mixed-arch \
         test-rollout test-upgrade test-upgrade-path test-scenarios fuzz-long shaders collection
 
@@ -119,10 +119,17 @@ shaders:
 .PHONY: native native-arm64 native-sanitize
 native native-arm64 native-sanitize: ; @$(MAKE) -C payload/native $@
 
+# The Python linters and ansible-lint at once, each target's output together: on a free
+# machine (the end of `make test`) the two take both cores.
 lint: setup collection
+	@$(MAKE) --no-print-directory -j 2 --output-sync=target lint-python lint-ansible
+
+lint-python:
 	ruff check payload tests lab molecule
 	ruff format --check payload tests lab molecule
 	mypy
+
+lint-ansible:
 	ansible-lint
 
 test-payload: setup native

@@ -10,10 +10,9 @@
 # lane has not begun, so that both cores work to the end.
 # By then molecule's converge has built the payload's wheelhouse
 # (build/payload), which the collection tests' node check reuses instead of building it at the
-# same time. The three short checks (the two native ones, ansible-test sanity) run apart,
-# from the start, also at nice 19: molecule's first half minute (its lab tests, destroy,
-# create, prepare) left a core about half idle, and at the end they were the checks that ran
-# on one lane while the other waited.
+# same time. The two short native checks run apart, from the start, also at nice 19:
+# molecule's first half minute (its lab tests, destroy, create, prepare) left a core about half
+# idle, and at the end they were the checks that ran on one lane while the other waited.
 # Each check's output goes to build/test/CHECK.log; a check that
 # fails prints its log when it ends, the others go on, and the exit status is 1 if any failed.
 # The shared prerequisites (setup, collection, image, native) are built before this runs:
@@ -30,8 +29,8 @@ mkdir -p "$logs"
 timings=$PWD/$logs/molecule-timings
 rm -f "$logs"/*.log "$logs"/*.status "$timings"
 prebuilt=(-o setup -o collection -o image -o native)
-early_checks=(native-arm64 native-sanitize test-sanity)
-other_checks=(test-collection test-payload lint)
+early_checks=(native-arm64 native-sanitize)
+other_checks=(test-collection test-payload lint test-sanity)
 
 # Machine-wide CPU time, busy and in all, in seconds: what the run used of what 2 x its
 # wall time offered (the floor of a run on this machine is busy / cores).
