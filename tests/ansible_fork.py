@@ -59,16 +59,39 @@ class _Server:
         self.process.wait()
 
 
-# Idle servers by (environment, directory); a run takes one, or starts one, and gives it back.
-_idle: dict[tuple[frozenset[tuple[str, str]], str], list[_Server]] = {}
-_started: list[_Server] = []
+# Idle servers, the last used last: a run takes one started for its environment and directory,
+# or starts one, and gives it back. Only the last few are kept (each holds about 60 MB): the
+# rendering tests give each run an environment of its own.
+_Key = tuple[frozenset[tuple[str, str]], str]
+MAX_IDLE = 4
+_idle: list[tuple[_Key, _Server]] = []
 _lock = threading.Lock()
 
 
 @atexit.register
 def _close_all() -> None:
-    for server in _started:
+    with _lock:
+        servers = [server for _, server in _idle]
+        _idle.clear()
+    for server in servers:
         server.close()
+
+
+def _take(key: _Key) -> _Server | None:
+    with _lock:
+        for index in range(len(_idle) - 1, -1, -1):
+            if _idle[index][0] == key:
+                return _idle.pop(index)[1]
+    return None
+
+
+def _give_back(key: _Key, server: _Server) -> None:
+    with _lock:
+        _idle.append((key, server))
+        surplus = _idle[:-MAX_IDLE]
+        del _idle[:-MAX_IDLE]
+    for _, old in surplus:
+        old.close()
 
 
 def run(
@@ -83,19 +106,13 @@ def run(
     # Ansible sees alike, and Ansible does not read it.
     env = {name: value for name, value in env.items() if name != "PYTEST_CURRENT_TEST"}
     key = (frozenset(env.items()), str(cwd))
-    with _lock:
-        server = _idle.get(key, []).pop() if _idle.get(key) else None
-    if server is None:
-        server = _Server(env, cwd)
-        with _lock:
-            _started.append(server)
+    server = _take(key) or _Server(env, cwd)
     with tempfile.TemporaryDirectory(prefix="ansible-fork-") as folder:
         files = {name: os.path.join(folder, name) for name in ("stdin", "stdout", "stderr")}
         for name, path in files.items():
             Path(path).write_text(input if name == "stdin" else "")
         rc = server.run(program, [program, *argv[1:]], files)  # a server that ended is not reused
-        with _lock:
-            _idle.setdefault(key, []).append(server)
+        _give_back(key, server)
         stdout, stderr = (Path(files[name]).read_text() for name in ("stdout", "stderr"))
     return subprocess.CompletedProcess(argv, rc, stdout, stderr)
 
