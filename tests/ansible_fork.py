@@ -38,13 +38,14 @@ class _Server:
 
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, __file__, "serve"],
+            [sys.executable, __file__],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=cwd,
         )  # fmt: skip
 
-    def run(self, program: str, argv: list[str], files: dict[str, str]) -> int:
+    def run(self, argv: list[str], files: dict[str, str]) -> int:
+        """Runs argv (argv[0] a name in PROGRAMS) with the files as its standard streams."""
         assert self.process.stdin and self.process.stdout
-        request = {"program": program, "argv": argv, **files}
+        request = {"argv": argv, **files}
         self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
         answer = self.process.stdout.readline()
@@ -111,7 +112,7 @@ def run(
         files = {name: os.path.join(folder, name) for name in ("stdin", "stdout", "stderr")}
         for name, path in files.items():
             Path(path).write_text(input if name == "stdin" else "")
-        rc = server.run(program, [program, *argv[1:]], files)  # a server that ended is not reused
+        rc = server.run([program, *argv[1:]], files)  # a server that ended is not reused
         _give_back(key, server)
         stdout, stderr = (Path(files[name]).read_text() for name in ("stdout", "stderr"))
     return subprocess.CompletedProcess(argv, rc, stdout, stderr)
@@ -139,7 +140,7 @@ def _serve() -> None:
         request = json.loads(line)
         pid = os.fork()
         if pid == 0:
-            _child(mains[request["program"]], request, import_stderr)
+            _child(mains[request["argv"][0]], request, import_stderr)
         _, status = os.waitpid(pid, 0)
         print(json.dumps({"rc": os.waitstatus_to_exitcode(status)}), flush=True)
 
