@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
 # `make test`'s checks, in two lanes at once: molecule's default scenario (the longest, about
-# 8 min) and the others (the collection tests, lint, payload tests, ansible-test sanity, the
-# native tests). Every check of the sequential run, none dropped.
-# The others start once molecule has measured its cold and idempotent converges, so that
-# those two figures are taken with the machine to themselves (on 2 cores they came out 1.6x
-# and 1.9x slower beside the other checks), and run at the lowest CPU priority (nice 19) on
-# what molecule leaves of the cores, while its later steps wait on Slurm jobs and containers.
-# They are one queue, longest first: when molecule ends, its lane takes the checks the other
-# lane has not begun, so that both cores work to the end.
-# By then molecule's converge has built the payload's wheelhouse
-# (build/payload), which the collection tests' node check reuses instead of building it at the
-# same time. The two short native checks run apart, from the start, also at nice 19:
-# molecule's first half minute (its lab tests, destroy, create, prepare) left a core about half
-# idle, and at the end they were the checks that ran on one lane while the other waited.
+# 8 min) and the others (the native checks, the collection tests, the payload tests, the two
+# halves of lint, ansible-test sanity). Every check of the sequential run, none dropped.
+# The others are one queue, run from the start at the lowest CPU priority (nice 19, their
+# containers too) on what molecule leaves of the cores: molecule's steps follow each other and
+# decide when the run ends, so they take the cores whenever they need them, and a queued check
+# runs while they wait (on apt and dpkg in the cold converge, on Slurm jobs and containers
+# later). The queue is longest first, with the short checks last, so that when molecule ends
+# its lane takes the checks the other lane has not begun and both cores work to the end.
+# The collection tests' node check and molecule's converge build the same payload wheelhouse
+# (build/payload, in the payload's source tree) if it is missing: the collection tests wait in
+# the queue until the cold converge has ended, and then reuse it.
 # Each check's output goes to build/test/CHECK.log; a check that
 # fails prints its log when it ends, the others go on, and the exit status is 1 if any failed.
 # The shared prerequisites (setup, collection, image, native) are built before this runs:
@@ -25,12 +23,12 @@ cd "$(dirname "$0")/.."
 logs=build/test
 mkdir -p "$logs"
 # Molecule's timings as lab/molecule-test.sh records them: one {"playbook": "converge.yml", ...}
-# line per converge.
+# line per converge, the cold one first.
 timings=$PWD/$logs/molecule-timings
 rm -f "$logs"/*.log "$logs"/*.status "$timings"
 prebuilt=(-o setup -o collection -o image -o native)
-early_checks=(native-arm64 native-sanitize)
-other_checks=(test-collection test-payload lint test-sanity)
+other_checks=(native-sanitize native-arm64 test-payload test-collection lint-ansible lint-python test-sanity)
+after_cold_converge=test-collection
 
 # Machine-wide CPU time, busy and in all, in seconds: what the run used of what 2 x its
 # wall time offered (the floor of a run on this machine is busy / cores).
@@ -42,8 +40,22 @@ cpu_seconds() {
 # molecule check runs in a subshell).
 run_check() {
   local name=$1 niceness=${2:-0} start=$SECONDS rc seconds
-  nice -n "$niceness" make --no-print-directory "${prebuilt[@]}" "$name" >"$logs/$name.log" 2>&1
-  rc=$?
+  local check=(nice -n "$niceness" make --no-print-directory "${prebuilt[@]}" "$name")
+  if ((niceness > 0)); then
+    # In a session of its own, whose autogroup gets the same nice: the kernel shares the CPU
+    # between sessions (autogroups) and between containers' cgroups before it looks at a
+    # process's nice, so a nice 19 check in molecule's session took half the cores from the
+    # nodes' containers whenever Ansible itself waited.
+    setsid --wait sh -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec "$@"' "$niceness" \
+      "${check[@]}" >"$logs/$name.log" 2>&1 &
+    background_check=$!
+    wait "$background_check"
+    rc=$?
+    background_check=
+  else
+    "${check[@]}" >"$logs/$name.log" 2>&1
+    rc=$?
+  fi
   seconds=$((SECONDS - start))
   echo "$rc" >"$logs/$name.status"
   if ((rc == 0)); then
@@ -55,54 +67,50 @@ run_check() {
   return "$rc"
 }
 
+# A check in a session of its own does not see the terminal's Ctrl-C: stop it with the run.
+background_check=
+trap '[ -n "$background_check" ] && kill -- "-$background_check" 2>/dev/null; exit 130' INT TERM
+
 read -r busy0 all0 < <(cpu_seconds)
 start=$SECONDS
-echo "==> [test] molecule's default scenario; beside it from the start: ${early_checks[*]}; after its idempotent converge: ${other_checks[*]}; logs in $logs/"
+echo "==> [test] molecule's default scenario; beside it, at nice 19: ${other_checks[*]}; logs in $logs/"
 # The queue: one line per check not yet begun; a lane takes the first under the lock.
 queue=$logs/queue
 printf '%s\n' "${other_checks[@]}" >"$queue"
 next_check() {
   flock "$queue.lock" sh -c 'head -n 1 "$1"; sed -i 1d "$1"' - "$queue"
 }
-# run_lane NICENESS: the queue's checks, one after another, until it is empty.
-run_lane() {
-  local check
-  while check=$(next_check) && [ -n "$check" ]; do
-    run_check "$check" "$1"
-  done
-}
 converges_measured() {
   local n
   n=$(grep -c '"playbook": "converge.yml"' "$timings" 2>/dev/null)
   echo "${n:-0}"
+}
+# run_lane NICENESS [MOLECULE_PID]: the queue's checks, one after another, until it is empty;
+# beside a running molecule, $after_cold_converge waits for its cold converge.
+run_lane() {
+  local check
+  while check=$(next_check) && [ -n "$check" ]; do
+    if [ "$check" = "$after_cold_converge" ] && [ -n "${2:-}" ]; then
+      while kill -0 "$2" 2>/dev/null && (($(converges_measured) < 1)); do
+        sleep 2
+      done
+    fi
+    run_check "$check" "$1"
+  done
 }
 {
   GPULAB_TIMINGS_FILE=$timings run_check test-molecule
   run_lane 0
 } &
 molecule=$!
-{
-  for check in "${early_checks[@]}"; do
-    run_check "$check" 19
-  done
-} &
-early=$!
-while kill -0 "$molecule" 2>/dev/null && (($(converges_measured) < 2)); do
-  sleep 2
-done
-wait "$early"
-# At the lowest CPU priority, with every process they start (their containers too): molecule's
-# steps follow each other and decide when the run ends, so they take the cores when they need
-# them, and the other checks use what molecule leaves (its waits on Slurm jobs and containers,
-# the converge of the one worker it adds).
-run_lane 19
+run_lane 19 "$molecule"
 wait "$molecule"
 read -r busy1 all1 < <(cpu_seconds)
 
 # molecule's own summary (lab/molecule-test.sh prints it last): its steps' times.
 sed -n '/^=\{64\}$/,/^=\{64\}$/p' "$logs/test-molecule.log"
 failed=()
-for check in test-molecule "${early_checks[@]}" "${other_checks[@]}"; do
+for check in test-molecule "${other_checks[@]}"; do
   read -r rc <"$logs/$check.status" || rc=1
   ((rc == 0)) || failed+=("$check")
 done
