@@ -9,7 +9,7 @@ import pytest
 from gpulab.cli.errors import EXIT_MEANINGS
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = ("README.md", "payload/README.md", "docs/cli.md")
+DOCUMENTS = ("README.md", "payload/README.md", "docs/cli.md", "docs/timing.md")
 TOP_LEVEL = "|".join(sorted(p.name for p in ROOT.iterdir() if not p.name.startswith(".")))
 # A repository path as the documents write it: `docs/cli.md`, `roles/*/tasks/validate.yml`.
 REPO_PATH = re.compile(rf"(?<![\w/.~-])((?:{TOP_LEVEL})/[\w*./-]*[\w*])")
