@@ -67,9 +67,17 @@ run_check() {
   return "$rc"
 }
 
-# A check in a session of its own does not see the terminal's Ctrl-C: stop it with the run.
+# Ctrl-C or TERM stops the whole run: the queued check in its own session and molecule's lane
+# in its own process group (below); the terminal's Ctrl-C reaches neither.
 background_check=
-trap '[ -n "$background_check" ] && kill -- "-$background_check" 2>/dev/null; exit 130' INT TERM
+molecule=
+stop() {
+  trap '' INT TERM
+  [ -n "$background_check" ] && kill -- "-$background_check" 2>/dev/null
+  [ -n "$molecule" ] && kill -- "-$molecule" 2>/dev/null
+  exit 130
+}
+trap stop INT TERM
 
 read -r busy0 all0 < <(cpu_seconds)
 start=$SECONDS
@@ -98,11 +106,16 @@ run_lane() {
     run_check "$check" "$1"
   done
 }
+# Molecule's lane in a process group of its own (job control on while it starts), so that
+# stop() can end it with all it started: a background list without job control would ignore
+# SIGINT and go on with the queue.
+set -m
 {
   GPULAB_TIMINGS_FILE=$timings run_check test-molecule
   run_lane 0
 } &
 molecule=$!
+set +m
 run_lane 19 "$molecule"
 wait "$molecule"
 read -r busy1 all1 < <(cpu_seconds)
