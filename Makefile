@@ -120,8 +120,9 @@ shaders:
 native native-arm64 native-sanitize: ; @$(MAKE) -C payload/native $@
 
 # The Python linters and ansible-lint at once, each target's output together: on a free
-# machine (the end of `make test`) the two take both cores. The two halves rely on lint's
-# prerequisites (a sub-make is not given `make test`'s -o, so they name none of their own).
+# machine the two take both cores (`make test` queues the two halves apart). The two halves
+# rely on lint's prerequisites, or on `make test`'s, which it marks done with -o, so they name
+# none of their own.
 lint: setup collection
 	@$(MAKE) --no-print-directory -j 2 --output-sync=target lint-python lint-ansible
 
