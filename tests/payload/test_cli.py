@@ -20,6 +20,7 @@ CONTRACT_DEVICES = (
 )
 """The keys of `gpulab devices --json` as CONTRACT.md lists them (not the code's own tuple)."""
 CONTRACT_DEVICE_KEYS = set(CONTRACT_DEVICES.split(", "))
+SAXPY_NORM = str(Path(__file__).resolve().parents[2] / "payload/examples/saxpy_norm.json")
 
 
 def gpulab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -118,6 +119,37 @@ def test_auto_falls_back_to_cpu_without_a_driver() -> None:
     done = gpulab("selftest", "--json", env=no_driver_env())
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["backend"] == "cpu"
+
+
+def outside_slurm(env: dict[str, str]) -> dict[str, str]:
+    """env without the variables of any Slurm job the tests may run in."""
+    return {name: value for name, value in env.items() if not name.startswith("SLURM")}
+
+
+def test_auto_in_a_slurm_job_given_no_gpu_runs_on_cpu_and_says_how_to_ask() -> None:
+    in_job = gpulab("run", SAXPY_NORM, env=outside_slurm(no_driver_env()) | {"SLURM_JOB_ID": "12"})
+    assert in_job.returncode == 0, in_job.stderr
+    assert json.loads(in_job.stdout)["backend"] == "cpu"
+    assert (
+        "gpulab: auto chose cpu: no Vulkan device was found (Slurm job 12 was given no GPU: "
+        "ask with --gres=gpu:1 or gpulab submit --gpus 1)\n"
+    ) in in_job.stderr
+    outside = gpulab("run", SAXPY_NORM, env=outside_slurm(no_driver_env()))
+    assert outside.returncode == 0, outside.stderr
+    assert "gpulab: auto chose cpu: no Vulkan device was found\n" in outside.stderr
+    assert "Slurm" not in outside.stderr
+
+
+@pytest.mark.parametrize("slurm", [{}, {"SLURM_JOB_ID": "12"}])
+def test_run_on_vulkan_without_a_device_exits_3_with_one_line(slurm: dict[str, str]) -> None:
+    env = outside_slurm(no_driver_env()) | slurm
+    done = gpulab("run", SAXPY_NORM, "--backend", "vulkan", env=env)
+    assert done.returncode == 3
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("gpulab: the Vulkan backend is unavailable: ")
+    assert "Traceback" not in done.stderr
 
 
 def test_a_missing_device_index_exits_3() -> None:

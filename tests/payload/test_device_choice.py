@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gpulab.backends.device_choice import choose_device, decide
+from gpulab.backends.device_choice import DeviceChoice, choose_device, decide
 from gpulab.backends.gpu_files import HostFiles, match_file
 from gpulab.backends.nvidia_driver import parse_nvidia_information
+from gpulab.backends.select import resolve
 from gpulab.backends.slurm_gpus import SlurmGpus
 from gpulab.vk import DeviceInfo, Instance
 
@@ -61,6 +62,11 @@ def nvidia_host(root: Path, *gpus: tuple[str, int, str]) -> HostFiles:
 def allocation(*files: str, value: str = "0") -> SlurmGpus:
     ids = tuple(range(len(files)))
     return SlurmGpus("SLURM_JOB_GPUS", value, ids, files, "/etc/slurm/gres.conf")
+
+
+def shard_allocation(*files: str) -> SlurmGpus:
+    """A job given one shard, its GPU's files from gres.conf's shard lines (no id)."""
+    return SlurmGpus("SLURM_SHARDS_ON_NODE", "1", (), files, "/etc/slurm/gres.conf", shards=1)
 
 
 def test_the_h200_information_file_parses() -> None:
@@ -164,6 +170,76 @@ def test_the_allocated_gpu_is_chosen_over_device_0(tmp_path: Path, lavapipe: Dev
     }
 
 
+def test_a_shard_job_uses_the_shared_gpu_and_says_so(tmp_path: Path, lavapipe: DeviceInfo) -> None:
+    host = nvidia_host(tmp_path, ("0000:00:06.0", 0, H200_UUID))
+    infos = [lavapipe, gpu(lavapipe, 1, uuid=H200_UUID)]
+    choice = decide(None, infos, shard_allocation("/dev/nvidia0"), host, "12")
+    assert choice.index == 1
+    assert choice.chosen_by == (
+        "slurm shard /dev/nvidia0 (SLURM_SHARDS_ON_NODE=1, a GPU shared with other jobs; "
+        f"GPU UUID {H200_UUID})"
+    )
+    assert choice.slurm_json() == {
+        "variable": "SLURM_SHARDS_ON_NODE",
+        "ids": [],
+        "files": ["/dev/nvidia0"],
+        "gres_conf": "/etc/slurm/gres.conf",
+        "shards": 1,
+        "devices": [{"file": "/dev/nvidia0", "device": 1, "how": f"GPU UUID {H200_UUID}"}],
+    }
+    reason = resolve("auto", choice)[1]
+    assert reason == f"auto chose vulkan: device 1 is {lavapipe.name}; {choice.chosen_by}"
+
+
+def test_of_several_shard_gpus_the_one_the_job_can_open_is_chosen(
+    tmp_path: Path, lavapipe: DeviceInfo
+) -> None:
+    """Under ConstrainDevices the driver lists only the job's GPU (here the second): the other
+    shard file maps to no Vulkan device."""
+    other = "aaaaaaaa-0000-0000-0000-000000000001"
+    host = nvidia_host(tmp_path, ("0000:00:06.0", 0, other), ("0000:00:07.0", 1, H200_UUID))
+    infos = [lavapipe, gpu(lavapipe, 1, uuid=H200_UUID)]
+    choice = decide(None, infos, shard_allocation("/dev/nvidia0", "/dev/nvidia1"), host)
+    assert (choice.index, [m.device for m in choice.matches]) == (1, [None, 1])
+    assert choice.chosen_by.startswith("slurm shard /dev/nvidia1 (SLURM_SHARDS_ON_NODE=1, ")
+    unmapped = decide(None, [lavapipe], shard_allocation("/dev/nvidia0"), host)
+    assert unmapped.index == 0
+    assert unmapped.chosen_by == (
+        "default: the shards' GPU (SLURM_SHARDS_ON_NODE=1, a GPU shared with other jobs) maps "
+        f"to no Vulkan device here (/dev/nvidia0: no Vulkan device has GPU UUID {other} or PCI "
+        "address 0000:00:06.0)"
+    )
+
+
+def test_a_job_with_gpu_ids_and_shards_names_both(tmp_path: Path, lavapipe: DeviceInfo) -> None:
+    host = nvidia_host(tmp_path, ("0000:00:06.0", 0, H200_UUID))
+    infos = [lavapipe, gpu(lavapipe, 1, uuid=H200_UUID)]
+    ids = dataclasses.replace(allocation("/dev/nvidia0"), shards=2)
+    assert decide(None, infos, ids, host).chosen_by == (
+        "slurm shard /dev/nvidia0 (SLURM_SHARDS_ON_NODE=2, a GPU shared with other jobs, "
+        f"SLURM_JOB_GPUS=0; GPU UUID {H200_UUID})"
+    )
+
+
+def test_auto_in_a_slurm_job_given_no_gpu_says_how_to_ask_for_one() -> None:
+    in_job = DeviceChoice(0, "default (no GPUs allocated by Slurm)", (), slurm_job="12")
+    assert resolve("auto", in_job) == (
+        "cpu",
+        "auto chose cpu: no Vulkan device was found (Slurm job 12 was given no GPU: ask with "
+        "--gres=gpu:1 or gpulab submit --gpus 1)",
+    )
+    outside = dataclasses.replace(in_job, slurm_job=None)
+    assert resolve("auto", outside) == ("cpu", "auto chose cpu: no Vulkan device was found")
+    # A job given a GPU (or a shard) that Vulkan cannot see needs another hint than asking.
+    sharing = dataclasses.replace(in_job, allocation=shard_allocation("/dev/nvidia0"))
+    assert resolve("auto", sharing)[1] == "auto chose cpu: no Vulkan device was found"
+
+
+def test_choose_device_knows_the_slurm_job() -> None:
+    assert choose_device(None, {"SLURM_JOB_ID": "12"}).slurm_job == "12"
+    assert choose_device(None, {}).slurm_job is None
+
+
 def test_an_explicit_device_wins_but_outside_the_allocation_it_warns(
     tmp_path: Path, lavapipe: DeviceInfo
 ) -> None:
@@ -217,10 +293,7 @@ def test_choose_device_reads_the_job_and_the_real_devices(tmp_path: Path) -> Non
     assert choice.chosen_by.startswith("default: SLURM_JOB_GPUS=0 maps to no Vulkan device here")
 
 
-def test_a_run_in_a_job_whose_gpu_maps_to_nothing_stays_on_device_0_and_says_why(
-    tmp_path: Path,
-) -> None:
-    """On lavapipe (the real device here) a gres.conf naming /dev/nvidia0 maps to nothing."""
+def one_sum_graph(tmp_path: Path) -> Path:
     graph = tmp_path / "g.json"
     graph.write_text(
         json.dumps(
@@ -233,6 +306,14 @@ def test_a_run_in_a_job_whose_gpu_maps_to_nothing_stays_on_device_0_and_says_why
             }
         )
     )
+    return graph
+
+
+def test_a_run_in_a_job_whose_gpu_maps_to_nothing_stays_on_device_0_and_says_why(
+    tmp_path: Path,
+) -> None:
+    """On lavapipe (the real device here) a gres.conf naming /dev/nvidia0 maps to nothing."""
+    graph = one_sum_graph(tmp_path)
     gres = "NodeName=worker1 Name=gpu Type=h200 File=/dev/nvidia0\n"
     env = slurm_job(tmp_path, gres, SLURM_JOB_GPUS="0")
     done = gpulab("run", str(graph), "--backend", "vulkan", env=env)
@@ -249,6 +330,28 @@ def test_a_run_in_a_job_whose_gpu_maps_to_nothing_stays_on_device_0_and_says_why
     assert explicit.returncode == 0, explicit.stderr
     assert json.loads(explicit.stdout)["device"]["chosen_by"] == "--device 0"
     assert "not a GPU Slurm allocated" not in explicit.stderr  # nothing maps: no claim
+
+
+def test_a_run_in_a_shard_job_records_its_shards(tmp_path: Path) -> None:
+    """No Vulkan device here has the H100's identity: the run stays on device 0 and says why."""
+    gres = (
+        "NodeName=worker1 Name=gpu Type=h100 File=/dev/nvidia0\n"
+        "NodeName=worker1 Name=shard Count=4 File=/dev/nvidia0\n"
+    )
+    env = slurm_job(tmp_path, gres, SLURM_SHARDS_ON_NODE="1", CUDA_VISIBLE_DEVICES="0")
+    done = gpulab("run", str(one_sum_graph(tmp_path)), "--backend", "vulkan", env=env)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["device"]["chosen_by"].startswith(
+        "default: the shards' GPU (SLURM_SHARDS_ON_NODE=1, a GPU shared with other jobs) maps to "
+        "no Vulkan device here (/dev/nvidia0: "
+    )
+    gpus = result["slurm"]["gpus"]
+    assert (gpus["variable"], gpus["files"], gpus["shards"]) == (
+        "SLURM_SHARDS_ON_NODE",
+        ["/dev/nvidia0"],
+        1,
+    )
 
 
 def test_selftest_and_devices_say_how_each_device_was_chosen(tmp_path: Path) -> None:

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 from gpulab.backends.slurm_gpus import (
     GresGpu,
+    SlurmGpus,
     expand_hostlist,
     gres_conf_path,
     parse_gres_conf,
     read_allocation,
+    shards_given,
 )
 
 # What the slurm role writes for a worker with two H200s and what a hand-written one may hold.
@@ -157,3 +159,112 @@ def test_no_gres_conf_or_no_device_files_are_problems_not_errors() -> None:
     assert broken is not None
     assert broken.problem is not None
     assert broken.problem.startswith("/etc/slurm/gres.conf: cannot expand")
+
+
+# Slurm 22.05's shards: n1 shares its one H100, n2 each of its two.
+SHARD_CONF = """\
+NodeName=n1 Name=gpu Type=h100 File=/dev/nvidia0
+NodeName=n1 Name=shard Count=4 File=/dev/nvidia0
+NodeName=n2 Name=gpu Type=h100 File=/dev/nvidia[0-1]
+NodeName=n2 Name=shard Count=4 File=/dev/nvidia0
+NodeName=n2 Name=shard Count=4 File=/dev/nvidia1
+NodeName=n3 Name=gpu File=/dev/nvidia0
+"""
+
+
+def shard_job(node: str, shards: str = "1", **ids: str) -> dict[str, str]:
+    """What the gres/shard plugin sets; CUDA_VISIBLE_DEVICES counts from 0 and is not read."""
+    env = {"SLURM_SHARDS_ON_NODE": shards, "SLURMD_NODENAME": node}
+    return env | {"CUDA_VISIBLE_DEVICES": "0", "GPU_DEVICE_ORDINAL": "0", "SLURM_JOB_ID": "9"} | ids
+
+
+@pytest.mark.parametrize(("text", "count"), [("1", 1), (" 4 ", 4), ("0", None), ("x", None)])
+def test_shards_count_only_above_0(text: str, count: int | None) -> None:
+    assert shards_given({"SLURM_SHARDS_ON_NODE": text}) == count
+    assert shards_given({}) is None
+
+
+def test_shards_without_a_gpu_id_take_the_shard_lines_file() -> None:
+    gpus = read_allocation(shard_job("n1"), reader(SHARD_CONF))
+    assert gpus is not None
+    assert (gpus.variable, gpus.ids, gpus.files, gpus.shards, gpus.problem) == (
+        "SLURM_SHARDS_ON_NODE",
+        (),
+        ("/dev/nvidia0",),
+        1,
+        None,
+    )
+    assert gpus.kind == "shard"
+    assert gpus.origin == "SLURM_SHARDS_ON_NODE=1, a GPU shared with other jobs"
+    assert gpus.to_json() == {
+        "variable": "SLURM_SHARDS_ON_NODE",
+        "ids": [],
+        "files": ["/dev/nvidia0"],
+        "gres_conf": "/etc/slurm/gres.conf",
+        "shards": 1,
+    }
+
+
+def test_several_gpus_with_shards_and_no_id_keep_every_file_in_order() -> None:
+    gpus = read_allocation(shard_job("n2", "2"), reader(SHARD_CONF))
+    assert gpus is not None
+    assert (gpus.files, gpus.shards) == (("/dev/nvidia0", "/dev/nvidia1"), 2)
+    one_line = "NodeName=n2 Name=shard Count=8 File=/dev/nvidia[0-1]\n"
+    files = ("/dev/nvidia0", "/dev/nvidia1")
+    assert read_allocation(shard_job("n2"), reader(one_line)) == SlurmGpus(
+        "SLURM_SHARDS_ON_NODE", "1", (), files, "/etc/slurm/gres.conf", shards=1
+    )
+
+
+def test_shards_with_a_gpu_id_take_that_gpus_file() -> None:
+    env = shard_job("n2", "2", SLURM_JOB_GPUS="1")
+    gpus = read_allocation(env, reader(SHARD_CONF))
+    assert gpus is not None
+    assert (gpus.variable, gpus.ids, gpus.files, gpus.shards) == (
+        "SLURM_JOB_GPUS",
+        (1,),
+        ("/dev/nvidia1",),
+        2,
+    )
+    assert gpus.origin == "SLURM_SHARDS_ON_NODE=2, a GPU shared with other jobs, SLURM_JOB_GPUS=1"
+    assert gpus.to_json()["shards"] == 2
+    # A gres.conf with shard lines but no gpu lines (the GPUs autodetected) still names it.
+    autodetected = "AutoDetect=nvml\nNodeName=n2 Name=shard Count=8 File=/dev/nvidia[0-1]\n"
+    step = read_allocation(shard_job("n2", SLURM_STEP_GPUS="1"), reader(autodetected))
+    assert step is not None
+    assert (step.files, step.problem) == (("/dev/nvidia1",), None)
+    unknown = read_allocation(shard_job("n1", SLURM_JOB_GPUS="5"), reader(SHARD_CONF))
+    assert unknown is not None
+    assert unknown.problem == (
+        "/etc/slurm/gres.conf has no gpu or shard File= with id 5 for node n1"
+    )
+
+
+def test_shards_with_ids_that_are_no_numbers_fall_back_to_the_shard_lines() -> None:
+    env = shard_job("n1", SLURM_JOB_GPUS="NoDevFiles")
+    gpus = read_allocation(env, reader(SHARD_CONF))
+    assert gpus is not None
+    assert (gpus.variable, gpus.files, gpus.problem) == (
+        "SLURM_SHARDS_ON_NODE",
+        ("/dev/nvidia0",),
+        None,
+    )
+
+
+def test_shards_without_a_shard_file_or_gres_conf_are_problems_not_errors() -> None:
+    none = read_allocation(shard_job("n3"), reader(SHARD_CONF))
+    assert none is not None
+    assert (none.files, none.problem) == ((), "/etc/slurm/gres.conf has no shard File= for node n3")
+    missing = read_allocation(shard_job("n1"), reader(None))
+    assert missing is not None
+    assert missing.problem == "cannot read /etc/slurm/gres.conf: No such file or directory"
+
+
+@pytest.mark.parametrize("shards", ["0", "", "many"])
+def test_gpu_ids_without_shards_read_as_before(shards: str) -> None:
+    env = {"SLURM_JOB_GPUS": "0", "SLURM_SHARDS_ON_NODE": shards, "SLURMD_NODENAME": "n1"}
+    gpus = read_allocation(env, reader(SHARD_CONF))
+    assert gpus is not None
+    assert (gpus.kind, gpus.shards, gpus.origin) == ("gres", None, "SLURM_JOB_GPUS=0")
+    assert "shards" not in gpus.to_json()
+    assert read_allocation({"SLURM_SHARDS_ON_NODE": shards}, reader(SHARD_CONF)) is None

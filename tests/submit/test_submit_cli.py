@@ -216,6 +216,69 @@ def test_gpus_must_be_a_count(text: str, capsys: pytest.CaptureFixture[str]) -> 
     assert "expected a number of GPUs (0 or more)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("flags", "gres"),
+    [
+        (["--shards", "1"], "shard:1"),
+        (["--shards", "3", "--backend", "vulkan"], "shard:3"),
+        (["--shards", "2", "--backend", "cpu"], "shard:2"),
+    ],
+)
+def test_shards_ask_for_a_shared_gpu_and_never_a_gpu_of_its_own(
+    flags: list[str], gres: str, use: list[FakeTransport], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A partition with GPUs: without --shards, auto and vulkan would get gpu:1 by default.
+    use.append(_cluster("unused", sinfo="main* gpu:h100:1,shard:4\n"))
+    assert main(["submit", GRAPH, *flags]) == 0
+    assert use[0].programs() == ["mktemp", "sbatch"]
+    assert _sbatch(use[0]) == (
+        "sbatch",
+        "--parsable",
+        "--job-name=gpulab-saxpy-then-norm",
+        f"--gres={gres}",
+        f"--chdir={JOB_DIR}",
+        f"--output={JOB_DIR}/slurm-%j.out",
+        f"--error={JOB_DIR}/slurm-%j.err",
+        f"{JOB_DIR}/job.sh",
+    )
+    out, err = capsys.readouterr()
+    assert json.loads(out)["gres"] == gres
+    assert f"submitted job 5 with --gres={gres} on fake-controller;" in err
+
+
+@pytest.mark.parametrize("gpus", ["0", "1", "2"])
+def test_shards_and_gpus_together_exit_2_before_anything_is_staged(
+    gpus: str, use: list[FakeTransport], capsys: pytest.CaptureFixture[str]
+) -> None:
+    use.append(FakeTransport())
+    assert main(["submit", GRAPH, "--shards", "1", "--gpus", gpus, "--wait"]) == 2
+    assert use[0].calls == []
+    assert use[0].files == {}
+    assert capsys.readouterr().err == (
+        "gpulab: --shards and --gpus exclude each other: ask for shards or for GPUs\n"
+    )
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "one", "1.5", ""])
+def test_shards_must_be_a_count_above_0(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["submit", GRAPH, "--shards", text])
+    assert exited.value.code == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert errors == [
+        "gpulab submit: error: argument --shards: expected a number of shards (1 or more), "
+        f"got {text!r}"
+    ]
+
+
+def test_the_help_and_completion_offer_shards(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["submit", "--help"])
+    assert "--shards N" in capsys.readouterr().out
+    assert main(["completion", "bash"]) == 0
+    assert "--shards" in capsys.readouterr().out
+
+
 def test_an_invalid_graph_is_refused_before_connecting(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

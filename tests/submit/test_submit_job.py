@@ -126,6 +126,21 @@ def test_submit_stages_then_runs_sbatch(tmp_path: Path) -> None:
     )
 
 
+def test_submit_with_shards_asks_for_them_and_no_sinfo(tmp_path: Path) -> None:
+    transport = FakeTransport({"mktemp": [ok(JOB_DIR + "\n")], "sbatch": [ok("17\n")]})
+    job = submit(transport, prepare(_graph_with_file(tmp_path)), JobOptions(shards=2))
+    assert job.gres == "shard:2"
+    assert transport.programs() == ["mktemp", "sbatch"]
+    assert "--gres=shard:2" in transport.calls[-1]
+
+
+def test_job_options_refuse_shards_with_gpus_or_below_1() -> None:
+    with pytest.raises(ValueError, match="gpus and shards exclude each other"):
+        JobOptions(gpus=0, shards=1)
+    with pytest.raises(ValueError, match="shards must be 1 or more, not 0"):
+        JobOptions(shards=0)
+
+
 def test_a_missing_shared_dir_says_what_to_pass(tmp_path: Path) -> None:
     failure = "mktemp: failed to create directory via template '/nfs/x.XXXXXXXX': No such file"
     transport = FakeTransport({"mktemp": [ok(stderr=failure, code=1)]})

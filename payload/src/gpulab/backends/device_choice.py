@@ -1,8 +1,9 @@
 """Which Vulkan device a run uses: `--device N`, else the GPU Slurm gave the job, else device 0.
 
-Inside a job given GPUs (`--gres=gpu:N`), device 0 of the loader's order may be another job's
-GPU: the allocation's gres.conf files are matched to Vulkan devices (see gpu_files) and the
-first that matches is used. Every choice says what made it, for the result JSON.
+Inside a job given GPUs (`--gres=gpu:N`) or shards of one (`--gres=shard:N`), device 0 of the
+loader's order may be another job's GPU: the allocation's gres.conf files are matched to Vulkan
+devices (see gpu_files) and the first that matches is used. Every choice says what made it, for
+the result JSON.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ class DeviceChoice:
     """Set when an explicit --device lies outside the allocation."""
     requested: int | None = None
     """The --device asked for (None: chosen by default)."""
+    slurm_job: str | None = None
+    """The Slurm job this runs in (SLURM_JOB_ID), None outside Slurm."""
 
     @property
     def allocated(self) -> tuple[int, ...]:
@@ -45,10 +48,12 @@ class DeviceChoice:
 
     def chosen_by_for(self, index: int) -> str:
         """What picked device `index`: the allocation file that maps to it, else `chosen_by`."""
-        if self.allocation is not None and not self.chosen_by.startswith("--device"):
+        allocation = self.allocation
+        if allocation is not None and not self.chosen_by.startswith("--device"):
             for match in self.matches:
                 if match.device == index:
-                    return f"slurm gres {match.file} ({self.allocation.origin}; {match.how})"
+                    where = f"{allocation.kind} {match.file}"
+                    return f"slurm {where} ({allocation.origin}; {match.how})"
         return self.chosen_by
 
     def slurm_json(self) -> dict[str, Any] | None:
@@ -73,7 +78,11 @@ def _default_reason(allocation: SlurmGpus | None, matches: Sequence[FileMatch]) 
     why = "; ".join(f"{m.file}: {m.how}" for m in matches)
     if allocation.problem:
         why = f"{why}; {allocation.problem}" if why else allocation.problem
-    return f"default: {allocation.origin} maps to no Vulkan device here ({why})"
+    # A shard job stays on a GPU shared with other jobs even when it maps to nothing: say so.
+    given = (
+        allocation.origin if allocation.shards is None else f"the shards' GPU ({allocation.origin})"
+    )
+    return f"default: {given} maps to no Vulkan device here ({why})"
 
 
 def decide(
@@ -81,11 +90,13 @@ def decide(
     infos: Sequence[DeviceInfo],
     allocation: SlurmGpus | None,
     host: HostFiles,
+    slurm_job: str | None = None,
 ) -> DeviceChoice:
-    """The choice for `requested` (None: the default) among `infos` under `allocation`."""
+    """The choice for `requested` (None: the default) among `infos` under `allocation`, in
+    Slurm job `slurm_job` (None: outside Slurm)."""
     files = allocation.files if allocation is not None else ()
     matches = tuple(match_file(file, infos, host) for file in files)
-    found = DeviceChoice(0, "", tuple(infos), allocation, matches)
+    found = DeviceChoice(0, "", tuple(infos), allocation, matches, slurm_job=slurm_job)
     if requested is not None:
         warning = None
         if allocation is not None and found.allocated and requested not in found.allocated:
@@ -110,5 +121,7 @@ def choose_device(
     requested: int | None, env: Mapping[str, str] | None = None, host: HostFiles | None = None
 ) -> DeviceChoice:
     """The device a run uses here: `requested`, else Slurm's GPU, else device 0."""
-    allocation = read_allocation(os.environ if env is None else env)
-    return decide(requested, vulkan_infos(), allocation, host or HostFiles())
+    env = os.environ if env is None else env
+    allocation = read_allocation(env)
+    job = env.get("SLURM_JOB_ID") or None
+    return decide(requested, vulkan_infos(), allocation, host or HostFiles(), job)

@@ -15,6 +15,17 @@ def vulkan_devices() -> list[str]:
     return [info.name for info in vulkan_infos()]
 
 
+def _no_gpu_given(choice: DeviceChoice) -> str:
+    """Why a Slurm job sees no GPU when it asked for none (under ConstrainDevices it cannot
+    open one); nothing outside Slurm or in a job that was given GPUs or shards."""
+    if choice.slurm_job is None or choice.allocation is not None:
+        return ""
+    return (
+        f" (Slurm job {choice.slurm_job} was given no GPU: ask with --gres=gpu:1 or "
+        "gpulab submit --gpus 1)"
+    )
+
+
 def resolve(backend: str, choice: DeviceChoice | None = None) -> tuple[str, str]:
     """The concrete backend for `backend`, and a sentence saying why; `auto` looks at the
     device `choice` (by default the one choose_device makes)."""
@@ -30,7 +41,7 @@ def resolve(backend: str, choice: DeviceChoice | None = None) -> tuple[str, str]
             f"--device {choice.requested}: there is no such Vulkan device here (found: {found})"
         )
     if not choice.infos:
-        return "cpu", "auto chose cpu: no Vulkan device was found"
+        return "cpu", f"auto chose cpu: no Vulkan device was found{_no_gpu_given(choice)}"
     if choice.name is None:
         return "cpu", f"auto chose cpu: there is no Vulkan device {choice.index}"
     reason = f"auto chose vulkan: device {choice.index} is {choice.name}"

@@ -6,6 +6,10 @@ Slurm writes the allocated GPUs' global ids into SLURM_STEP_GPUS (in a step) and
 largest, in gres.conf order (slurmd's common_node_config_load). CUDA_VISIBLE_DEVICES and
 GPU_DEVICE_ORDINAL are not used: under ConstrainDevices they count from 0 inside the job.
 
+A job given shards of a GPU (`--gres=shard:N`, Slurm 22.05+) shares that GPU with other jobs.
+Slurm sets SLURM_SHARDS_ON_NODE and may or may not name the GPU's id in the variables above;
+without an id, the GPU's file comes from this node's `Name=shard` lines of gres.conf.
+
 Everything here is pure: it reads the environment and gres.conf text it is given.
 """
 
@@ -15,12 +19,14 @@ import itertools
 import re
 import socket
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 ID_VARIABLES = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS")
 """Where Slurm writes the allocated GPUs' global ids, the step's first."""
+SHARDS_VARIABLE = "SLURM_SHARDS_ON_NODE"
+"""How many shards of a GPU the job has on this node (gres/shard plugin)."""
 DEFAULT_CONF_DIR = Path("/etc/slurm")
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
@@ -48,11 +54,22 @@ class SlurmGpus:
     gres_conf: str
     problem: str | None = None
     """Why some id has no file (or the ids could not be read); None when every id has one."""
+    shards: int | None = None
+    """SLURM_SHARDS_ON_NODE when the job was given shards of a GPU, else None."""
+
+    @property
+    def kind(self) -> str:
+        """`gres` for GPUs of the job's own, `shard` for a GPU shared with other jobs."""
+        return "gres" if self.shards is None else "shard"
 
     @property
     def origin(self) -> str:
-        """`SLURM_JOB_GPUS=0,1`: where the ids came from, for messages."""
-        return f"{self.variable}={self.value}"
+        """`SLURM_JOB_GPUS=0,1`: where the ids (or the shards) came from, for messages."""
+        named = f"{self.variable}={self.value}"
+        if self.shards is None:
+            return named
+        shared = f"{SHARDS_VARIABLE}={self.shards}, a GPU shared with other jobs"
+        return shared if self.variable == SHARDS_VARIABLE else f"{shared}, {named}"
 
     def to_json(self) -> dict[str, Any]:
         """The JSON under the result's `slurm.gpus`."""
@@ -62,6 +79,8 @@ class SlurmGpus:
             "files": list(self.files),
             "gres_conf": self.gres_conf,
         }
+        if self.shards is not None:
+            document["shards"] = self.shards
         return document | ({"problem": self.problem} if self.problem else {})
 
 
@@ -114,15 +133,15 @@ def _settings(line: str) -> dict[str, str]:
     return settings
 
 
-def parse_gres_conf(text: str, node: str) -> list[GresGpu]:
-    """The `Name=gpu` devices of `node` with their Slurm global ids, in gres.conf order.
+def parse_gres_conf(text: str, node: str, name: str = "gpu") -> list[GresGpu]:
+    """The `Name=<name>` devices of `node` with their Slurm global ids, in gres.conf order.
 
     Lines with a NodeName apply to the nodes it names; lines without one apply to every node.
     """
     files: list[tuple[str, str | None]] = []
     for line in text.splitlines():
         settings = _settings(line.split("#", 1)[0])
-        if settings.get("name") != "gpu" or "file" not in settings:
+        if settings.get("name") != name or "file" not in settings:
             continue
         if "nodename" in settings and node not in expand_hostlist(settings["nodename"]):
             continue
@@ -155,33 +174,89 @@ def _ids(value: str) -> tuple[int, ...] | None:
         return None  # Slurm writes NoDevFiles when gres.conf names no files
 
 
-def read_allocation(
-    env: Mapping[str, str], read_text: Callable[[Path], str] = Path.read_text
-) -> SlurmGpus | None:
-    """The job's GPUs and their gres.conf files; None outside a job that was given GPUs."""
-    variable = next((name for name in ID_VARIABLES if env.get(name, "").strip()), None)
-    if variable is None:
-        return None
+def shards_given(env: Mapping[str, str]) -> int | None:
+    """SLURM_SHARDS_ON_NODE when it counts shards (above 0); None for a job without any."""
+    text = env.get(SHARDS_VARIABLE, "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+class _Unusable(Exception):
+    """gres.conf cannot be read or parsed; the message says why."""
+
+
+def _node_devices(
+    env: Mapping[str, str], read_text: Callable[[Path], str], names: tuple[str, ...]
+) -> list[GresGpu]:
+    """This node's gres.conf devices of each name in `names`, in that order."""
+    path = gres_conf_path(env)
+    try:
+        text = read_text(path)
+        return [gpu for name in names for gpu in parse_gres_conf(text, node_name(env), name)]
+    except OSError as exc:
+        raise _Unusable(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise _Unusable(f"{path}: {exc}") from None
+
+
+def _from_ids(
+    env: Mapping[str, str],
+    variable: str,
+    read_text: Callable[[Path], str],
+    shards: int | None,
+) -> SlurmGpus:
+    """The files of the GPU ids in `variable`, from gres.conf's gpu (and for shards, shard)
+    lines; a gpu line wins over a shard line naming the same id."""
     value = env[variable].strip()
     path = gres_conf_path(env)
+    found = SlurmGpus(variable, value, (), (), str(path), shards=shards)
     ids = _ids(value)
     if ids is None:
         why = f"{variable}={value} names no GPU ids (gres.conf gives the GPUs no File=)"
-        return SlurmGpus(variable, value, (), (), str(path), why)
+        return replace(found, problem=why)
+    names = ("gpu",) if shards is None else ("shard", "gpu")
     try:
-        gpus = parse_gres_conf(read_text(path), node_name(env))
-    except OSError as exc:
-        return SlurmGpus(
-            variable, value, ids, (), str(path), f"cannot read {path}: {exc.strerror or exc}"
-        )
-    except ValueError as exc:
-        return SlurmGpus(variable, value, ids, (), str(path), f"{path}: {exc}")
-    by_id = {gpu.id: gpu.file for gpu in gpus}
+        devices = _node_devices(env, read_text, names)
+    except _Unusable as exc:
+        return replace(found, ids=ids, problem=str(exc))
+    by_id = {gpu.id: gpu.file for gpu in devices}
     missing = [str(i) for i in ids if i not in by_id]
     problem = (
-        f"{path} has no gpu File= with id {', '.join(missing)} for node {node_name(env)}"
+        f"{path} has no {' or '.join(reversed(names))} File= with id {', '.join(missing)} "
+        f"for node {node_name(env)}"
         if missing
         else None
     )
     files = tuple(by_id[i] for i in ids if i in by_id)
-    return SlurmGpus(variable, value, ids, files, str(path), problem)
+    return replace(found, ids=ids, files=files, problem=problem)
+
+
+def _from_shard_lines(
+    env: Mapping[str, str], read_text: Callable[[Path], str], shards: int
+) -> SlurmGpus:
+    """The files of this node's `Name=shard` lines, for a job given shards but no GPU id."""
+    path = gres_conf_path(env)
+    found = SlurmGpus(SHARDS_VARIABLE, str(shards), (), (), str(path), shards=shards)
+    try:
+        devices = _node_devices(env, read_text, ("shard",))
+    except _Unusable as exc:
+        return replace(found, problem=str(exc))
+    # Several GPUs with shards and no id to say which is the job's: keep them all, in order.
+    # Under ConstrainDevices the job can open only its own GPU, so only that one is a Vulkan
+    # device here and matching the files to devices picks it.
+    files = tuple(dict.fromkeys(gpu.file for gpu in devices))
+    problem = None if files else f"{path} has no shard File= for node {node_name(env)}"
+    return replace(found, files=files, problem=problem)
+
+
+def read_allocation(
+    env: Mapping[str, str], read_text: Callable[[Path], str] = Path.read_text
+) -> SlurmGpus | None:
+    """The job's GPUs (or the GPU its shards are on) and their gres.conf files; None outside
+    a job that was given GPUs or shards."""
+    variable = next((name for name in ID_VARIABLES if env.get(name, "").strip()), None)
+    shards = shards_given(env)
+    if shards is None:
+        return None if variable is None else _from_ids(env, variable, read_text, None)
+    if variable is not None and _ids(env[variable].strip()) is not None:
+        return _from_ids(env, variable, read_text, shards)
+    return _from_shard_lines(env, read_text, shards)

@@ -29,6 +29,11 @@ ENVIRONMENT = (
         "SLURM_STEP_GPUS, SLURM_JOB_GPUS",
         "in a Slurm job: the GPUs it was given, matched to Vulkan devices through gres.conf",
     ),
+    (
+        "SLURM_SHARDS_ON_NODE",
+        "in a Slurm job: the shards of a GPU it was given (--gres=shard:N); without a GPU id "
+        "the GPU's file comes from gres.conf's shard lines",
+    ),
     ("SLURM_CONF", "in a Slurm job: gres.conf is read beside it (default /etc/slurm)"),
     ("SLURMD_NODENAME", "in a Slurm job: the node's name in gres.conf (default: the host name)"),
     (

@@ -63,6 +63,12 @@ def _gpus(text: str) -> int:
     return int(text)
 
 
+def _shards(text: str) -> int:
+    if not text.isdigit() or int(text) == 0:
+        raise argparse.ArgumentTypeError(f"expected a number of shards (1 or more), got {text!r}")
+    return int(text)
+
+
 def add_parser(commands: Any) -> None:
     """Register `submit` on the subcommand parsers."""
     parser = commands.add_parser(
@@ -113,6 +119,13 @@ def add_parser(commands: Any) -> None:
         "nodes with GPU GRES (sinfo %%G), else 0",
     )
     parser.add_argument(
+        "--shards",
+        type=_shards,
+        metavar="N",
+        help="ask Slurm for N shards of one GPU instead of GPUs (sbatch --gres=shard:N): the "
+        "job shares that GPU with other jobs. Excludes --gpus",
+    )
+    parser.add_argument(
         "--shared-dir",
         metavar="DIR",
         default=os.environ.get(SHARED_DIR_ENV, DEFAULT_SHARED_DIR),
@@ -141,7 +154,10 @@ def add_parser(commands: Any) -> None:
 
 
 def _flag_problems(args: argparse.Namespace) -> list[str]:
-    problems = [
+    problems = []
+    if args.gpus is not None and args.shards is not None:
+        problems.append("--shards and --gpus exclude each other: ask for shards or for GPUs")
+    problems += [
         f"--{name.replace('_', '-')} needs --host"
         for name in _SSH_ONLY
         if args.host is None and getattr(args, name) is not None
@@ -181,6 +197,7 @@ def _submit(args: argparse.Namespace) -> int:
         args.gpulab,
         args.memory_budget,
         args.gpus,
+        args.shards,
     )
     transport = _transport(args)
     try:

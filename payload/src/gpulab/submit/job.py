@@ -61,6 +61,14 @@ class JobOptions:
     memory_budget: int | None = None  # bytes; the job's `gpulab run --memory-budget`
     # GPUs to request (--gres=gpu:N); None: gpus_to_request decides.
     gpus: int | None = None
+    # Shards of one GPU, shared with other jobs, to request instead (--gres=shard:N).
+    shards: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.gpus is not None and self.shards is not None:
+            raise ValueError("JobOptions: gpus and shards exclude each other")
+        if self.shards is not None and self.shards < 1:
+            raise ValueError(f"JobOptions: shards must be 1 or more, not {self.shards}")
 
 
 @dataclass(frozen=True)
@@ -73,7 +81,7 @@ class SubmittedJob:
     result: str
     stdout: str
     stderr: str
-    gres: str = ""  # what the job asked Slurm for, e.g. "gpu:1"; "" for none
+    gres: str = ""  # what the job asked Slurm for, e.g. "gpu:1" or "shard:1"; "" for none
 
     def to_json(self) -> dict[str, str]:
         """The job id and paths, as printed without --wait."""
@@ -92,12 +100,22 @@ def job_script(options: JobOptions, graph: str, result: str) -> str:
 def gpus_to_request(transport: Transport, options: JobOptions) -> int:
     """options.gpus when given; else 1 for a backend that uses a GPU on a partition (the
     default one without --partition) whose nodes have GPU GRES, else 0. Without a GRES
-    request a node with cgroups (ConstrainDevices) hides its GPUs from the job."""
+    request a node with cgroups (ConstrainDevices) hides its GPUs from the job. A job that
+    asks for shards gets no GPU of its own: 0."""
     if options.gpus is not None:
         return options.gpus
-    if options.backend not in GPU_BACKENDS:
+    if options.shards is not None or options.backend not in GPU_BACKENDS:
         return 0
     return 1 if slurm.partition_gpus(transport, options.partition) > 0 else 0
+
+
+def gres_to_request(transport: Transport, options: JobOptions) -> str:
+    """sbatch's --gres value: `shard:N` for shards, else `gpu:N` (gpus_to_request), or ""
+    for none."""
+    if options.shards is not None:
+        return f"shard:{options.shards}"
+    gpus = gpus_to_request(transport, options)
+    return f"gpu:{gpus}" if gpus > 0 else ""
 
 
 def _make_job_dir(transport: Transport, shared_dir: str, name: str) -> str:
@@ -120,8 +138,7 @@ def _remove_job_dir(transport: Transport, job_dir: str) -> None:
 
 def submit(transport: Transport, staged: StagedGraph, options: JobOptions) -> SubmittedJob:
     """Stage the graph in a new job directory and submit it with sbatch."""
-    gpus = gpus_to_request(transport, options)
-    gres = f"gpu:{gpus}" if gpus > 0 else ""
+    gres = gres_to_request(transport, options)
     job_dir = _make_job_dir(transport, options.shared_dir, staged.name)
     result = posixpath.join(job_dir, "result.json")
     script = posixpath.join(job_dir, "job.sh")
