@@ -376,3 +376,21 @@ def test_main_runs_in_check_mode_and_reads_the_tegra_mark(
     assert result["ansible_facts"]["gpulab_tegra"] is True
     [orin] = result["ansible_facts"]["gpulab_vulkan_devices"]
     assert (orin["gres_type"], orin["gres_file"]) == ("orin", None)
+
+
+def test_one_gpu_listed_twice_is_one_device_file_and_a_warning() -> None:
+    # Seen on the device machine's H100: NVIDIA's ICD manifest in two of the loader's folders,
+    # so vulkaninfo listed the GPU as GPU0 and GPU1 (scripts/gpu-host/slurm.sh's first runs).
+    gpu = H200[H200.index("GPU0:") :]
+    twice = H200 + "\n" + gpu.replace("GPU0:", "GPU1:", 1)
+    found = devices(probe(params(), vulkaninfo(twice, ""), NVIDIA_NODES, tegra=False))
+    assert [(d["index"], d["gres_file"]) for d in found] == [
+        (0, "/dev/nvidia0"),
+        (1, "/dev/nvidia0"),
+    ]
+    result = probe(params(), vulkaninfo(twice, ""), NVIDIA_NODES, tegra=False)
+    uuid = found[0]["uuid"]
+    assert result["warnings"] == [
+        f"Vulkan lists one GPU (UUID {uuid}) as devices 0, 1: two ICD manifests name its driver "
+        "(look in /etc/vulkan/icd.d, /usr/share/vulkan/icd.d and $XDG_DATA_DIRS); remove the copy"
+    ]

@@ -157,7 +157,8 @@ def assign_device_files(
     integrated GPU of a Tegra host (L4T) takes nvmap, nvhost-* and nvgpu/igpu0/*; other GPUs
     take the render node their VK_EXT_physical_device_drm names (renderMinor in details),
     else the next /dev/dri/renderD* in order. CPU devices (lavapipe) have no device file,
-    so they never become Slurm GRES.
+    so they never become Slurm GRES. A GPU listed twice (the same deviceUUID through two ICD
+    manifests) gets the same files both times.
     """
     paths = sorted(set(dev_paths))
     by_uuid = {uuid: node for node, uuid in (nvidia_uuids or {}).items() if uuid and node in paths}
@@ -166,10 +167,13 @@ def assign_device_files(
     render = _numbered(paths, _RENDER_NODE)
     named = {index: _named_render_node(detail) for index, detail in details.items()}
     render = [node for node in render if node not in named.values()]
+    seen: dict[str, list[str]] = {}  # by deviceUUID: a GPU the loader lists twice keeps its files
     for device in devices:
         if device["type"] == "cpu":
             continue
-        if device["driver_id"].startswith("DRIVER_ID_NVIDIA"):
+        if device.get("uuid") in seen:
+            files = seen[device["uuid"]]
+        elif device["driver_id"].startswith("DRIVER_ID_NVIDIA"):
             if tegra and device["type"] == "integrated":
                 files = _tegra_files(paths)
             else:
@@ -180,6 +184,8 @@ def assign_device_files(
             files = [named[device["index"]]]
         else:
             files = [render.pop(0)] if render else []
+        if device.get("uuid"):
+            seen.setdefault(device["uuid"], files)
         device["device_files"] = files
         device["gres_file"] = files[0] if files else None
 

@@ -201,8 +201,27 @@ def read_devices(
     full = runner.run([command])
     if full.rc != 0:
         warning = f"vulkaninfo (full text) exited {full.rc}: no subgroup or fp64 features"
-        return _finish(devices, {}, host), "", [f"{warning}: {_last_line(full)}"]
-    return _finish(devices, parse_details(full.stdout), host), "", []
+        devices = _finish(devices, {}, host)
+        return devices, "", [f"{warning}: {_last_line(full)}", *duplicate_warnings(devices)]
+    devices = _finish(devices, parse_details(full.stdout), host)
+    return devices, "", duplicate_warnings(devices)
+
+
+def duplicate_warnings(devices: list[dict[str, Any]]) -> list[str]:
+    """One warning per GPU that the loader lists more than once (two ICD manifests naming the
+    same driver, e.g. the driver's own and a copy in /etc/vulkan/icd.d): jobs see it twice in
+    `gpulab devices`; the slurm role writes its device file once."""
+    indices: dict[str, list[int]] = {}
+    for device in devices:
+        if device.get("uuid"):
+            indices.setdefault(device["uuid"], []).append(device["index"])
+    return [
+        f"Vulkan lists one GPU (UUID {uuid}) as devices {', '.join(map(str, found))}: two ICD "
+        "manifests name its driver (look in /etc/vulkan/icd.d, /usr/share/vulkan/icd.d and "
+        "$XDG_DATA_DIRS); remove the copy"
+        for uuid, found in indices.items()
+        if len(found) > 1
+    ]
 
 
 def _finish(
