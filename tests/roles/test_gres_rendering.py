@@ -1,5 +1,6 @@
 """gres.conf, nodes.conf and plugins.conf as the slurm role renders them from real
-gpulab.cluster.vulkan_info runs: a 2-GPU H200 node, a JetPack 6 Orin and a lavapipe node.
+gpulab.cluster.vulkan_info runs: a 2-GPU H200 node whose GPUs are also offered as 4 shards
+each (slurm_gpu_shards), a JetPack 6 Orin and a lavapipe node.
 
 One ansible-playbook run on local hosts (no podman): on each worker the module runs against a
 recorded vulkaninfo (tests/collection/fixtures, a script printing them), a directory of
@@ -32,7 +33,7 @@ WORKERS: dict[str, dict[str, Any]] = {
         "recording": "h200x2",
         "nodes": ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"],
         "tegra": False,
-        "vars": {"slurm_node_features": ["fp64", "bigmem"]},
+        "vars": {"slurm_node_features": ["fp64", "bigmem"], "slurm_gpu_shards": 4},
     },
     "orinnode": {
         "recording": "orin",
@@ -159,6 +160,8 @@ def test_gres_conf_has_one_line_per_gpu_and_none_for_lavapipe(
     assert _lines(rendered[0]["gres.conf"]) == [
         "NodeName=h200node Name=gpu Type=h200 File=/dev/nvidia0",
         "NodeName=h200node Name=gpu Type=h200 File=/dev/nvidia1",
+        "NodeName=h200node Name=shard Count=4 File=/dev/nvidia0",
+        "NodeName=h200node Name=shard Count=4 File=/dev/nvidia1",
         "NodeName=orinnode Name=gpu Type=orin File=/dev/nvgpu/igpu0/ctrl",
     ]
 
@@ -168,7 +171,7 @@ def test_nodes_carry_their_gres_and_the_union_of_features(
 ) -> None:
     nodes = [line for line in _lines(rendered[0]["nodes.conf"]) if line.startswith("NodeName=")]
     assert nodes == [
-        "NodeName=h200node CPUs=2 RealMemory=2048 Gres=gpu:h200:2"
+        "NodeName=h200node CPUs=2 RealMemory=2048 Gres=gpu:h200:2,shard:8"
         " Features=bigmem,fp64,h200,subgroup32,vulkan1.4 State=UNKNOWN",
         "NodeName=orinnode CPUs=2 RealMemory=2048 Gres=gpu:orin:1"
         " Features=fp64,orin,subgroup32,vulkan1.3 State=UNKNOWN",
@@ -177,13 +180,51 @@ def test_nodes_carry_their_gres_and_the_union_of_features(
     ]
 
 
-def test_slurm_is_told_about_the_gpu_gres_type(
+def test_slurm_is_told_about_the_gpu_and_shard_gres_types(
     rendered: tuple[dict[str, str], list[Any]],
 ) -> None:
-    assert "GresTypes=gpu" in _lines(rendered[0]["plugins.conf"])
+    assert "GresTypes=gpu,shard" in _lines(rendered[0]["plugins.conf"])
 
 
 def test_a_second_run_changes_nothing(rendered: tuple[dict[str, str], list[Any]]) -> None:
     first, second = rendered[1]
     assert first["ctlnode"]["changed"] == 1  # the one template task, all files written
     assert all(host["changed"] == 0 for host in second.values()), second
+
+
+# A module that reports the service manager it is given, as setup would (PID 1's name).
+SERVICE_MGR_MODULE = """\
+#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+
+module = AnsibleModule(argument_spec={"name": {"type": "str", "required": True}})
+module.exit_json(changed=False, ansible_facts={"service_mgr": module.params["name"]})
+"""
+
+
+def test_cgroup_conf_ignores_systemd_only_where_pid_1_is_not_systemd(tmp_path: Path) -> None:
+    # Found on the device machine (no systemd, cgroup v2): cgroup/v2 asks systemd over D-Bus for
+    # a scope unless IgnoreSystemd=yes, and slurmd cannot start its steps.
+    (tmp_path / "library").mkdir()
+    (tmp_path / "library/fake_service_mgr.py").write_text(SERVICE_MGR_MODULE)
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    managers = {"systemdhost": "systemd", "barehost": "service"}
+    hosts = {name: local | {"test_service_mgr": mgr} for name, mgr in managers.items()}
+    (tmp_path / "hosts.json").write_text(json.dumps({"all": {"hosts": hosts}}))
+    play = [{
+        "name": "Render cgroup.conf", "hosts": "all", "gather_facts": False,
+        "tasks": [
+            {"name": "Report the service manager",
+             "fake_service_mgr": {"name": "{{ test_service_mgr }}"}},
+            {"name": "Render", "ansible.builtin.template": {
+                "src": f"{TEMPLATES}/cgroup.conf.j2",
+                "dest": f"{tmp_path}/{{{{ inventory_hostname }}}}.conf", "mode": "0644"}},
+        ],
+    }]  # fmt: skip
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
+    run_playbook(tmp_path, ANSIBLE_LIBRARY=str(tmp_path / "library"))
+    systemd_host = _lines((tmp_path / "systemdhost.conf").read_text())
+    bare_host = _lines((tmp_path / "barehost.conf").read_text())
+    assert "IgnoreSystemd=yes" not in systemd_host
+    assert "ConstrainDevices=yes" in systemd_host
+    assert bare_host == [*systemd_host, "IgnoreSystemd=yes"]

@@ -48,6 +48,7 @@ PLAY_HOSTS = {
 ARG_SPEC_TASK = "Validating arguments against arg spec"
 SECRET_KEY = "c2VjcmV0LW11bmdlLWtleQ=="  # base64 of 16 bytes: too short, and must never be shown
 SECRET_PASSWORD = "s3cret-dbd-"  # the start of every bad slurmdbd password: never shown
+H100 = {"file": "/dev/nvidia0", "type": "h100"}  # a GPU for slurm_node_gpus
 TWO_CONTROLLERS = {"controller": ["controller1", "storage1"], "storage": ["storage1"],
                    "workers": ["worker1", "worker2"]}  # fmt: skip
 
@@ -176,6 +177,23 @@ CASES = [
     Case("slurm-worker-cpus-not-a-number", "slurm", {},
          ("slurm_node_cpus", "int"), "worker2",
          host_vars={"worker2": {"slurm_node_cpus": "many"}}),
+    # GPU sharing: a whole number of shards per GPU, on a worker with a GPU, with Slurm 22.05+.
+    Case("slurm-gpu-shards-negative", "slurm", {},
+         ("slurm_gpu_shards on worker2 is -1", "whole number"), "worker2",
+         host_vars={"worker2": {"slurm_gpu_shards": -1, "slurm_node_gpus": [H100]}}),
+    Case("slurm-gpu-shards-not-a-number", "slurm", {"slurm_gpu_shards": "two"},
+         ("slurm_gpu_shards", "int"), "worker1"),
+    Case("slurm-gpu-shards-yes", "slurm", {},
+         ("slurm_gpu_shards on worker2 is true", "whole number"), "worker2",
+         host_vars={"worker2": {"slurm_gpu_shards": True, "slurm_node_gpus": [H100]}}),
+    Case("slurm-gpu-shards-without-gpu", "slurm", {},
+         ("slurm_gpu_shards on worker1 is 4", "no GPU to share"), "worker1",
+         host_vars={"worker1": {"slurm_gpu_shards": 4}}),
+    Case("slurm-gpu-shards-on-slurm-21.08", "slurm", {},
+         ("slurm_gpu_shards on worker2 is 2", "Slurm is 21.08 (21.08.5-2ubuntu1)",
+          "came with 22.05"),
+         "worker2", slurm_versions={"worker2": "21.08.5-2ubuntu1"},
+         host_vars={"worker2": {"slurm_gpu_shards": 2, "slurm_node_gpus": [H100]}}),
     # nfs_server
     Case("nfs-export-to-everyone", "nfs_server", {"nfs_server_clients": ["*"]},
          ("nfs_server_clients", "nfs_server_allow_world", "storage1"), "storage1"),
@@ -363,7 +381,8 @@ def _run_playbook(work: Path, cache: Path, plays: list[dict[str, Any]], case: Ca
     if case:
         cache, stand_ins = _stand_in_facts(work, cache, case)
         plays = stand_ins + plays
-        host_vars = host_vars | _stand_in_commands(work, case)
+        for host, extra in _stand_in_commands(work, case).items():
+            host_vars = host_vars | {host: host_vars.get(host, {}) | extra}
     (work / "hosts.json").write_text(_inventory(groups, host_vars))
     (work / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
     (work / "vars.json").write_text(json.dumps(case.variables if case else GOOD))
@@ -518,6 +537,24 @@ def test_two_controllers_with_shared_state_pass(fact_cache: Path, tmp_path: Path
                 GOOD | {"slurm_state_save_location": "/srv/gpulab/slurmctld"}, (), "controller1",
                 groups=TWO_CONTROLLERS)  # fmt: skip
     run = _run_playbook(tmp_path, fact_cache, [_role_tasks_play("slurm", "validate.yml")], case)
+    failed = [(name, host, _message(r)) for name, host, r in run.results() if r.get("failed")]
+    assert run.rc == 0 and not failed, failed or run.text[-2000:]
+
+
+def test_numbers_given_as_strings_pass(fact_cache: Path, tmp_path: Path) -> None:
+    """`-e slurm_def_mem_per_cpu=4096` hands the role a string: found on the device machine's
+    H100 (scripts/gpu-host/slurm.sh), where the validation stopped with "'>' not supported
+    between instances of '_AnsibleTaggedStr' and 'int'" instead of taking the number."""
+    as_strings = {
+        "slurm_def_mem_per_cpu": "4096", "slurm_service_wait_timeout": "60",
+        "slurm_nodes_ready_timeout": "120", "slurm_restart_sec": "5", "slurm_gpu_shards": "0",
+        "slurm_health_check_interval": "15", "slurm_health_check_timeout": "15",
+        "munge_restart_sec": "5", "munge_wait_timeout": "30", "munge_key_generated_bytes": "1024",
+        "timesync_max_offset": "1",
+    }  # fmt: skip
+    case = Case("numbers-as-strings", "slurm", GOOD | as_strings, (), "controller1")
+    plays = [_role_tasks_play(role, "validate.yml") for role in ("slurm", "munge", "timesync")]
+    run = _run_playbook(tmp_path, fact_cache, plays, case)
     failed = [(name, host, _message(r)) for name, host, r in run.results() if r.get("failed")]
     assert run.rc == 0 and not failed, failed or run.text[-2000:]
 

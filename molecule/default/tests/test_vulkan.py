@@ -80,7 +80,8 @@ def test_standin_gres_is_the_orin(cluster: Cluster, standin: str) -> None:
     gres_file = node.file("/etc/slurm/gres.conf")
     assert gres_file.exists, f"{standin}: no /etc/slurm/gres.conf"
     gres_conf = gres_file.content_string
-    lines = [line for line in gres_conf.splitlines() if line.startswith(f"NodeName={node_name} ")]
+    prefix = f"NodeName={node_name} Name=gpu "
+    lines = [line for line in gres_conf.splitlines() if line.startswith(prefix)]
     assert len(lines) == 1, gres_conf
     match = re.fullmatch(rf"NodeName={node_name} Name=gpu Type=orin File=(\S+)", lines[0])
     assert match and TEGRA_NODE.match(match.group(1)), lines[0]
