@@ -14,6 +14,7 @@ help:
 	@echo "make test       molecule test beside lint, payload, sanity, native and collection tests (what CI runs)"
 	@echo "make lab-down   remove the lab"
 	@echo "make test-scenarios  the molecule scenarios CI leaves out: debian13, faults, mixed-arch, rollout, upgrade"
+	@echo "make gpu-host-bundle  what scripts/gpu-host/slurm.sh needs on a GPU host (docs/hardware.md)"
 
 setup:
 	@bash scripts/setup.sh
@@ -127,8 +128,8 @@ lint: setup collection
 	@$(MAKE) --no-print-directory -j 2 --output-sync=target lint-python lint-ansible
 
 lint-python:
-	ruff check payload tests lab molecule
-	ruff format --check payload tests lab molecule
+	ruff check payload tests lab molecule scripts
+	ruff format --check payload tests lab molecule scripts
 	mypy
 
 lint-ansible:
@@ -181,3 +182,9 @@ test-scenarios: test-debian13 test-faults test-mixed-arch test-rollout test-upgr
 # reasons, the logs in build/test/); the prerequisites they share are built first, once.
 test: setup collection image native
 	@bash scripts/test.sh
+
+# On this (Debian 12) machine: what scripts/gpu-host/slurm.sh needs on a GPU host without a
+# package manager or systemd (docs/hardware.md, "Real Slurm on the H100").
+.PHONY: gpu-host-bundle
+gpu-host-bundle: setup
+	@bash scripts/gpu-host/bundle.sh
