@@ -3,7 +3,9 @@ this machine's dpkg (the services part needs systemd: molecule's scenarios exerc
 
 from __future__ import annotations
 
+import hashlib
 import json
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +138,38 @@ def test_accounts_and_groups_are_recorded_by_entry(
     record["groups"]["root"] = 4242
     Path(managed["path"]).write_text(json.dumps(record))
     assert run(capsys, **accounts)["reason"] == "group root differs from the last converge"
+
+
+def test_records_are_roots_alone_and_keyed(
+    capsys: pytest.CaptureFixture[str], managed: dict[str, Any]
+) -> None:
+    # A probe of a running lab: the records were 0644 in a 0755 folder and held the plain
+    # SHA-256 of slurmdbd.conf, so a job user filling the public template with guesses found
+    # the password. Now nothing in them checks a guess without the host's key.
+    secret_file = Path(managed["files"][0])
+    secret_file.write_text("StoragePass=guess-me\n")
+    inputs = {"dbd": "StoragePass=guess-me\n"}
+    run(capsys, state="record", **dict(managed, inputs=inputs))
+    state = Path(managed["path"]).parent
+    text = Path(managed["path"]).read_text()
+    assert hashlib.sha256(secret_file.read_bytes()).hexdigest() not in text
+    plain_inputs = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
+    assert hashlib.sha256(plain_inputs.encode()).hexdigest() not in text
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in [state, *state.iterdir()]}
+    assert modes == {"state": 0o700, "app.json": 0o600, ".key": 0o600}
+    assert run(capsys, **dict(managed, inputs=inputs))["holds"] is True
+
+
+def test_an_old_open_record_is_closed_and_rewritten(
+    capsys: pytest.CaptureFixture[str], managed: dict[str, Any]
+) -> None:
+    # Records of earlier releases: plain digests, 0644 in a 0755 folder, no key.
+    state = Path(managed["path"]).parent
+    state.mkdir(mode=0o755)
+    Path(managed["path"]).write_text("{}\n")
+    Path(managed["path"]).chmod(0o644)
+    assert run(capsys, **managed)["holds"] is False  # no key: no record to trust
+    assert run(capsys, state="record", **managed)["changed"] is True
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    assert stat.S_IMODE(Path(managed["path"]).stat().st_mode) == 0o600
+    assert run(capsys, **managed)["holds"] is True

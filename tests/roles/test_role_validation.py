@@ -291,22 +291,6 @@ def _inventory(groups: dict[str, list[str]], host_vars: dict[str, dict[str, Any]
     return json.dumps(body)
 
 
-@pytest.fixture(scope="session")
-def fact_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This machine's minimal facts, gathered once for every host name the cases use."""
-    work = tmp_path_factory.mktemp("facts")
-    inventory = work / "hosts.json"
-    inventory.write_text(_inventory(HOSTS, {}))
-    cache = work / "cache"
-    done = ansible_fork.run(
-        [str(BIN / "ansible"), "all", "-i", str(inventory), "-m", "ansible.builtin.setup",
-         "-a", "gather_subset=min"],
-        cwd=ROOT, env=_env(cache),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    return cache
-
-
 def _env(cache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "MOLECULE_"))}
     return env | {
@@ -557,6 +541,23 @@ def test_numbers_given_as_strings_pass(fact_cache: Path, tmp_path: Path) -> None
     run = _run_playbook(tmp_path, fact_cache, plays, case)
     failed = [(name, host, _message(r)) for name, host, r in run.results() if r.get("failed")]
     assert run.rc == 0 and not failed, failed or run.text[-2000:]
+
+
+def test_slurm_records_each_restart_drop_in_by_its_path(fact_cache: Path, tmp_path: Path) -> None:
+    """The files the slurm role's converge record follows name each daemon's restart drop-in:
+    a regex_replace in a folded scalar had written them as '/etc/systemd/system/\\1.service.d/...',
+    so a drop-in changed by hand never broke the record."""
+    case = Case("slurm-record-files", "slurm", GOOD, (), "controller1")
+    play = _role_tasks_play("slurm", "validate.yml", "controller1")
+    play["tasks"].append({"name": "record files", "ansible.builtin.debug": {
+        "msg": "{{ _slurm_converge_files }}"}})  # fmt: skip
+    run = _run_playbook(tmp_path, fact_cache, [play], case)
+    (shown,) = [r["msg"] for name, _, r in run.results() if name == "record files"]
+    drop_ins = [path for path in shown if path.endswith("gpulab-restart.conf")]
+    assert drop_ins == [
+        f"/etc/systemd/system/{daemon}.service.d/gpulab-restart.conf"
+        for daemon in ("slurmctld", "slurmd", "slurmdbd")
+    ], shown
 
 
 def test_nfs_client_mounts_nosuid_nodev(fact_cache: Path, tmp_path: Path) -> None:

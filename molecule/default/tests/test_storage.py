@@ -34,6 +34,7 @@ def test_export_lists_only_the_cluster(cluster: Cluster) -> None:
     nodes = cluster.groups["controller"] + cluster.workers
     assert clients == {address(cluster.node(h)) for h in nodes}
     assert "Squash = root_squash;" in conf
+    assert "PrivilegedPort = true;" in conf
 
 
 def test_a_host_outside_the_cluster_is_refused(cluster: Cluster) -> None:
@@ -64,6 +65,29 @@ def test_root_on_a_client_is_squashed(cluster: Cluster, worker: str) -> None:
         assert server.file(path).uid != 0
     finally:
         server.run("rm -f %s", path)
+
+
+def test_a_users_own_nfs_client_is_refused(cluster: Cluster, worker: str) -> None:
+    # AUTH_SYS trusts the uid a client sends: the export takes requests from privileged ports
+    # only (PrivilegedPort, exports(5)'s secure), so a user's userspace client (libnfs, from a
+    # port above 1024) cannot claim another uid. Before, `nobody` claimed uid 2000 this way and
+    # read and wrote a 0700 job folder. Root on a node (a privileged port) still lists it.
+    node = cluster.node(worker)
+    uid = cluster.var("identity_users")[0]["uid"]
+    claimed = f"{export_url(cluster)}/jobs/?uid={uid}&gid={uid}"
+    assert node.run("nfs-ls %s", claimed).rc == 0  # root: a privileged port
+    listing = node.run("runuser -u nobody -- nfs-ls %s", claimed)
+    assert listing.rc != 0, listing.stdout
+    node.check_output("echo planted > /tmp/planted && chmod 0644 /tmp/planted")
+    name = f"planted-{worker}-{secrets.token_hex(4)}"
+    target = f"{export_url(cluster)}/jobs/{name}?uid={uid}&gid={uid}"
+    planting = node.run("runuser -u nobody -- nfs-cp /tmp/planted %s", target)
+    path = f"{cluster.var('nfs_server_export_path')}/jobs/{name}"
+    try:
+        assert planting.rc != 0, planting.stdout
+        assert not cluster.node(storage(cluster)).file(path).exists
+    finally:
+        cluster.node(storage(cluster)).run("rm -f %s", path)
 
 
 def test_mount_point_serves_the_same_bytes_over_nfs(cluster: Cluster) -> None:

@@ -3,10 +3,12 @@
 # client): STEPS parts, one a second, then a manifest naming them, written last. A write
 # that fails is retried for up to RETRY_S seconds, as a hard mount waits for its server;
 # then the job fails with one clear line and no manifest, so nothing partial looks complete.
-# nfs-cp never overwrites: every attempt writes its own name (NAME.aN).
-# Usage: write-nfs.sh NFS_URL STEPS [RETRY_S]
+# nfs-cp never overwrites: every attempt writes its own name (NAME.aN). QUERY (e.g.
+# ?uid=2000&gid=2000) follows each file's URL: root's libnfs speaking for a user, as a kernel
+# mount does (the export takes privileged ports only).
+# Usage: write-nfs.sh NFS_URL STEPS [RETRY_S [QUERY]]
 set -uo pipefail
-url=$1 steps=$2 retry_s=${3:-120}
+url=$1 steps=$2 retry_s=${3:-120} query=${4:-}
 run=${SLURM_RESTART_COUNT:-0}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -16,7 +18,7 @@ put() {
   local src=$1 name=$2 attempt=0 deadline=$((SECONDS + retry_s)) err
   while true; do
     attempt=$((attempt + 1))
-    if err=$(nfs-cp "$src" "$url/$name.a$attempt" 2>&1); then
+    if err=$(nfs-cp "$src" "$url/$name.a$attempt$query" 2>&1); then
       echo "$name.a$attempt"
       return 0
     fi

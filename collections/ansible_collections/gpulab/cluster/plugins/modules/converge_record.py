@@ -28,6 +28,9 @@ description:
     converge that then fails half-way leaves no record behind and the next converge runs in full.
   - What it cannot see is drift outside these files, packages and services (a user deleted, a
     directory's mode changed); roles let their gate be turned off for a full converge.
+  - The records and their folder are root's alone (0600, 0700), and their digests are keyed with a
+    secret of the host (HMAC-SHA-256, the folder's C(.key)), so that a record of a file holding a
+    secret (slurmdbd.conf) lets nobody check guesses of that secret against it.
 version_added: "1.1.0"
 author: gpulab contributors (@gpulab)
 options:
@@ -112,9 +115,12 @@ reason:
 
 import grp
 import hashlib
+import hmac
 import json
 import os
 import pwd
+import secrets
+import stat
 import subprocess
 from typing import Any
 
@@ -132,15 +138,42 @@ ARGUMENT_SPEC: dict[str, Any] = {
 }
 
 
-def inputs_digest(inputs: Any) -> str:
-    """SHA-256 of the inputs, independent of key order."""
+# The records' digests are keyed with a secret of this host (HMAC-SHA-256): a record holds the
+# digest of slurmdbd.conf, and a plain digest let anyone who could read it check guesses of the
+# password against the public template. The key, like the records, is root's alone.
+KEY_FILE = ".key"
+KEY_BYTES = 32
+
+
+def record_key(directory: str, create: bool) -> bytes | None:
+    """This host's key for the records in `directory`; made when `create` and missing."""
+    path = os.path.join(directory, KEY_FILE)
+    try:
+        with open(path, "rb") as handle:
+            key = handle.read()
+        if len(key) == KEY_BYTES:
+            return key
+    except FileNotFoundError:
+        pass
+    if not create:
+        return None
+    key = secrets.token_bytes(KEY_BYTES)
+    descriptor = os.open(f"{path}.new", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(key)
+    os.replace(f"{path}.new", path)
+    return key
+
+
+def inputs_digest(inputs: Any, key: bytes) -> str:
+    """Keyed digest of the inputs, independent of key order."""
     text = json.dumps(inputs, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
 
-def file_digest(path: str) -> str | None:
-    """SHA-256 of a file's bytes, or None where there is none."""
-    digest = hashlib.sha256()
+def file_digest(path: str, key: bytes) -> str | None:
+    """Keyed digest of a file's bytes, or None where there is none."""
+    digest = hmac.new(key, digestmod=hashlib.sha256)
     try:
         with open(path, "rb") as handle:
             for chunk in iter(lambda: handle.read(1 << 20), b""):
@@ -206,11 +239,11 @@ def service_problem(services: list[str]) -> str:
     return ""
 
 
-def host_state(params: dict[str, Any]) -> dict[str, Any]:
+def host_state(params: dict[str, Any], key: bytes) -> dict[str, Any]:
     """What the record keeps: the inputs' digest, the files' and packages' state now."""
     return {
-        "inputs": inputs_digest(params["inputs"]),
-        "files": {path: file_digest(path) for path in params["files"]},
+        "inputs": inputs_digest(params["inputs"], key),
+        "files": {path: file_digest(path, key) for path in params["files"]},
         "packages": package_versions(params["packages"]),
         "services": sorted(params["services"]),
         "users": {name: account(name) for name in params["users"]},
@@ -249,28 +282,48 @@ def read_record(path: str) -> dict[str, Any] | None:
 def check(module: AnsibleModule) -> None:
     params = module.params
     recorded = read_record(params["path"])
-    if recorded is None:
+    key = record_key(os.path.dirname(params["path"]), create=False)
+    if recorded is None or key is None:
         module.exit_json(changed=False, holds=False, reason="no record of a converge")
-    reason = first_difference(recorded, host_state(params)) or service_problem(params["services"])
+    reason = first_difference(recorded, host_state(params, key))
+    reason = reason or service_problem(params["services"])
     if reason and not module.check_mode:
         os.unlink(params["path"])  # a converge that fails from here on leaves no record
     module.exit_json(changed=False, holds=not reason, reason=reason)
 
 
+def _private(path: str, mode: int) -> bool:
+    """Whether `path` exists with exactly `mode` (root's alone)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode) == mode
+    except FileNotFoundError:
+        return False
+
+
 def record(module: AnsibleModule) -> None:
     path = module.params["path"]
-    text = json.dumps(host_state(module.params), indent=1, sort_keys=True) + "\n"
+    directory = os.path.dirname(path)
+    key = record_key(directory, create=False)
+    text = (
+        json.dumps(host_state(module.params, key), indent=1, sort_keys=True) + "\n" if key else ""
+    )
     try:
         with open(path, encoding="utf-8") as handle:
-            unchanged = handle.read() == text
+            unchanged = bool(text) and handle.read() == text
     except FileNotFoundError:
         unchanged = False
+    unchanged = unchanged and _private(directory, 0o700) and _private(path, 0o600)
     if not unchanged and not module.check_mode:
-        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        os.chmod(directory, 0o700)  # records before 1.1 lay in a 0755 folder, each 0644
+        key = record_key(directory, create=True)
+        assert key is not None
+        text = json.dumps(host_state(module.params, key), indent=1, sort_keys=True) + "\n"
         partial = f"{path}.new"
-        with open(partial, "w", encoding="utf-8") as handle:
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(text)
-        os.chmod(partial, 0o644)
+        os.chmod(partial, 0o600)
         os.replace(partial, path)
     module.exit_json(changed=not unchanged, holds=True, reason="")
 
