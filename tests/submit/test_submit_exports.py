@@ -11,6 +11,7 @@ import gpulab.submit
 def test_exports_are_pinned() -> None:
     assert sorted(gpulab.submit.__all__) == [
         "CommandResult",
+        "ConnectionLost",
         "DEFAULT_SHARED_DIR",
         "JobFailed",
         "JobForgotten",

@@ -24,11 +24,12 @@ from gpulab.submit.slurm_client import JobState
 from gpulab.submit.ssh import SshTarget, SshTransport, parse_target
 from gpulab.submit.ssh_config import resolve_target
 from gpulab.submit.staging import StagedGraph, prepare
-from gpulab.submit.transport import CommandResult, Transport, Unreachable
+from gpulab.submit.transport import CommandResult, ConnectionLost, Transport, Unreachable
 
 __all__ = [
     "DEFAULT_SHARED_DIR",
     "CommandResult",
+    "ConnectionLost",
     "JobFailed",
     "JobForgotten",
     "JobOptions",
