@@ -18,6 +18,8 @@ def test_exports_are_pinned() -> None:
         "JobOptions",
         "JobState",
         "LocalTransport",
+        "MaybeQueued",
+        "NothingQueued",
         "SshTarget",
         "SshTransport",
         "StagedGraph",
