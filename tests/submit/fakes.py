@@ -1,10 +1,11 @@
-"""A Transport that answers Slurm's commands from a script and keeps files in a dict."""
+"""A Transport that answers Slurm's commands from a script and keeps files in a dict, and a
+clock that moves only when slept on."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from gpulab.submit import CommandResult
+from gpulab.submit import CommandResult, ConnectionLost
 
 Answer = CommandResult | Callable[[tuple[str, ...]], CommandResult]
 
@@ -14,6 +15,30 @@ def ok(
 ) -> Callable[[tuple[str, ...]], CommandResult]:
     """An answer with this output and exit status."""
     return lambda argv: CommandResult(argv, code, stdout, stderr)
+
+
+def dropped(reason: str = "Socket exception: Connection reset by peer (104)") -> Answer:
+    """The connection failing while the command runs, as SshTransport reports it."""
+
+    def answer(argv: tuple[str, ...]) -> CommandResult:
+        raise ConnectionLost(f"fake-controller: {argv[0]} failed over SSH: {reason}")
+
+    return answer
+
+
+class FakeClock:
+    """time.monotonic and time.sleep for code that waits: sleeping moves the clock."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
 
 
 class FakeTransport:

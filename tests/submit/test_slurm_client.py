@@ -48,6 +48,7 @@ def test_sbatch_argv_puts_every_option_in_a_fixed_order() -> None:
     argv = slurm_client.sbatch_argv(
         sbatch="/usr/bin/sbatch",
         job_name="gpulab-g",
+        comment="g.1",
         partition="gpu",
         nodelist="worker2",
         nodes=1,
@@ -63,6 +64,7 @@ def test_sbatch_argv_puts_every_option_in_a_fixed_order() -> None:
         "/usr/bin/sbatch",
         "--parsable",
         "--job-name=gpulab-g",
+        "--comment=g.1",
         "--partition=gpu",
         "--nodelist=worker2",
         "--nodes=1",
@@ -110,6 +112,23 @@ def test_query_argvs_are_pinned() -> None:
         "--me",
         "--name=n",
         "--format=%i %T",
+    ]
+    assert slurm_client.squeue_tagged_argv("gpulab-g") == [
+        "squeue",
+        "--noheader",
+        "--me",
+        "--states=all",
+        "--name=gpulab-g",
+        "--format=%i|%T|%Z|%k",
+    ]
+    assert slurm_client.sacct_tagged_argv("gpulab-g", sacct="/s") == [
+        "/s",
+        "--noheader",
+        "--parsable2",
+        "--allocations",
+        "--name=gpulab-g",
+        "--starttime=now-1days",
+        "--format=JobID,State,WorkDir,Comment",
     ]
     assert slurm_client.sinfo_gres_argv() == ["sinfo", "--noheader", "--format=%P %G"]
     assert slurm_client.sinfo_gres_argv("gpu")[-1] == "--partition=gpu"
@@ -323,6 +342,32 @@ def test_squeue_lines() -> None:
         ("43", "PENDING"),
     ]
     assert slurm_client.parse_squeue_lines(_2411("squeue-running.txt")) == [("1", "RUNNING")]
+
+
+def test_tagged_jobs_of_squeue_and_sacct() -> None:
+    # squeue writes "(null)" for no comment; sacct an empty field, and "CANCELLED by UID".
+    text = (
+        "5|PENDING|/jobs/g.Ab12|g.Ab12\n"
+        "\n"
+        "6|RUNNING|/jobs/g.Cd34|(null)\n"
+        "7|CANCELLED by 2000|/jobs/g.Ef56|\n"
+        "8_1|COMPLETED|/jobs/g.Gh78|a|comment|with bars\n"
+    )
+    assert slurm_client.parse_tagged_jobs(text) == [
+        slurm_client.TaggedJob("5", "PENDING", "/jobs/g.Ab12", "g.Ab12"),
+        slurm_client.TaggedJob("6", "RUNNING", "/jobs/g.Cd34", ""),
+        slurm_client.TaggedJob("7", "CANCELLED", "/jobs/g.Ef56", ""),
+        slurm_client.TaggedJob("8_1", "COMPLETED", "/jobs/g.Gh78", "a|comment|with bars"),
+    ]
+    assert slurm_client.parse_tagged_jobs("") == []
+
+
+@pytest.mark.parametrize(
+    "text", ["squeue: error: Invalid user\n", "JOBID|STATE|WORK_DIR|COMMENT\n", "5|PENDING\n"]
+)
+def test_tagged_jobs_refuse_what_is_no_job(text: str) -> None:
+    with pytest.raises(ValueError, match="not a job of squeue or sacct: "):
+        slurm_client.parse_tagged_jobs(text)
 
 
 # --- states ---------------------------------------------------------------------------------

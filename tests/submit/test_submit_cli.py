@@ -15,7 +15,7 @@ from gpulab.cli import submit as submit_cli
 from gpulab.cli.main import main
 from gpulab.submit import CommandResult, parse_target
 
-from tests.submit.fakes import FakeTransport, ok
+from tests.submit.fakes import FakeClock, FakeTransport, ok
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "payload/examples"
 GRAPH = str(EXAMPLES / "saxpy_norm.json")
@@ -86,6 +86,7 @@ def test_without_wait_prints_the_job_and_its_paths(
         "stdout": f"{JOB_DIR}/slurm-5.out",
         "stderr": f"{JOB_DIR}/slurm-5.err",
         "gres": "",
+        "tag": "saxpy.x",
     }
     assert "squeue" not in use[0].programs()
 
@@ -144,6 +145,88 @@ def test_squeue_output_that_stays_garbled_exits_3(
         "gpulab: squeue printed no JSON: (nothing) (on fake-controller), 5 polls in a row: "
         f"stopped waiting for job 5 (files in {JOB_DIR})"
     )
+
+
+# sbatch's answer lost: the job is looked for by its tag (tests/submit/test_submit_lookup.py
+# has the cases; these are what the user sees).
+SBATCH_TIMED_OUT = ok(
+    stderr="sbatch: error: Batch job submission failed: Socket timed out on send/recv operation\n",
+    code=1,
+)
+NO_CONTROLLER = ok(
+    stderr="slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n", code=1
+)
+ANSWER_LOST = (
+    "gpulab: sbatch's answer was lost (sbatch on fake-controller: Batch job submission failed: "
+    "Socket timed out on send/recv operation)"
+)
+
+
+def _lost_answer(monkeypatch: pytest.MonkeyPatch, squeue: list[Any]) -> FakeTransport:
+    """_cluster whose sbatch times out, squeue answering the look-up as given, no accounting;
+    the look-up's pauses take no time."""
+    clock = FakeClock()
+    real = submit_cli.submit
+    monkeypatch.setattr(
+        submit_cli,
+        "submit",
+        lambda *args: real(*args, clock=clock.clock, sleep=clock.sleep),
+    )
+    transport = _cluster("JobId=5 JobState=COMPLETED ExitCode=0:0 NodeList=worker1", {"v": 1})
+    transport.answers["sbatch"] = [SBATCH_TIMED_OUT]
+    transport.answers["squeue"] = squeue
+    transport.answers["sacct"] = [ok(stderr="Slurm accounting storage is disabled", code=1)]
+    transport.answers["rm"] = [ok()]
+    return transport
+
+
+def test_sbatch_timed_out_but_the_job_is_queued_exits_0_with_its_id(
+    use: list[FakeTransport], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queued = ok(f"5|PENDING|{JOB_DIR}|saxpy.x\n")
+    use.append(_lost_answer(monkeypatch, [queued, ok(json.dumps({"jobs": []}))]))
+    assert main(["submit", GRAPH, "--wait"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"v": 1, "slurm": {"job_id": "5", "nodelist": "worker1"}}
+    assert err.splitlines()[:3] == [
+        f"{ANSWER_LOST}; looking for the job by its tag saxpy.x for up to 60 s",
+        "gpulab: found job 5 (PENDING) by its tag saxpy.x: it was queued, though sbatch's "
+        "answer was lost",
+        f"gpulab: submitted job 5 on fake-controller; files in {JOB_DIR}",
+    ]
+    assert use[0].programs().count("sbatch") == 1
+
+
+def test_sbatch_timed_out_and_no_such_job_exits_3_nothing_was_queued(
+    use: list[FakeTransport], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use.append(_lost_answer(monkeypatch, [ok("")]))
+    assert main(["submit", GRAPH, "--wait"]) == 3
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines()[-1] == (
+        f"{ANSWER_LOST} and Slurm has no job tagged saxpy.x: nothing was queued and its folder "
+        "is removed; submit again"
+    )
+    assert ("rm", "-rf", "--", JOB_DIR) in use[0].calls
+
+
+def test_a_controller_unreachable_throughout_exits_3_the_job_may_have_been_queued(
+    use: list[FakeTransport], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use.append(_lost_answer(monkeypatch, [NO_CONTROLLER]))
+    assert main(["submit", GRAPH, "--wait"]) == 3
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == (
+        f"{ANSWER_LOST} and the controller still did not answer after 60 s (squeue on "
+        "fake-controller: slurm_load_jobs error: Unable to contact slurm controller (connect "
+        f"failure)): the job MAY have been queued, tagged saxpy.x (its comment; its folder "
+        f"{JOB_DIR}). Check before submitting again: squeue --noheader --me --states=all "
+        "--name=gpulab-saxpy-then-norm '--format=%i|%T|%Z|%k'"
+    )
+    assert "rm" not in use[0].programs()
 
 
 def _fast(wait_for_result: Callable[..., Any]) -> Callable[..., Any]:
@@ -235,6 +318,7 @@ def test_shards_ask_for_a_shared_gpu_and_never_a_gpu_of_its_own(
         "sbatch",
         "--parsable",
         "--job-name=gpulab-saxpy-then-norm",
+        "--comment=saxpy.x",
         f"--gres={gres}",
         f"--chdir={JOB_DIR}",
         f"--output={JOB_DIR}/slurm-%j.out",

@@ -11,12 +11,15 @@ import gpulab.submit
 def test_exports_are_pinned() -> None:
     assert sorted(gpulab.submit.__all__) == [
         "CommandResult",
+        "ConnectionLost",
         "DEFAULT_SHARED_DIR",
         "JobFailed",
         "JobForgotten",
         "JobOptions",
         "JobState",
         "LocalTransport",
+        "MaybeQueued",
+        "NothingQueued",
         "SshTarget",
         "SshTransport",
         "StagedGraph",

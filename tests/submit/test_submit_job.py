@@ -101,6 +101,7 @@ def test_submit_stages_then_runs_sbatch(tmp_path: Path) -> None:
             "sbatch",
             "--parsable",
             "--job-name=gpulab-file_graph",
+            "--comment=file_graph.Ab12Cd34",
             "--partition=main",
             "--nodelist=worker2",
             f"--chdir={JOB_DIR}",

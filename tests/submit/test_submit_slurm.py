@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from gpulab.submit import JobState, SubmitRejected, Unreachable, slurm
 
-from tests.submit.fakes import FakeTransport, ok
+from tests.submit.fakes import Answer, FakeTransport, dropped, ok
 
 
 @pytest.mark.parametrize(("answer", "job_id"), [("42\n", "42"), ("42;cluster\n", "42")])
@@ -30,6 +30,41 @@ def test_an_unreachable_controller_is_unreachable() -> None:
     transport = FakeTransport({"sbatch": [ok(stderr=message, code=1)]})
     with pytest.raises(Unreachable, match=r"on fake-controller: .*Unable to contact"):
         slurm.submit_job(transport, ["sbatch", "s"])
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (
+            ok(
+                stderr="sbatch: error: Batch job submission failed: Socket timed out on send/recv "
+                "operation\n",
+                code=1,
+            ),
+            "sbatch on fake-controller: Batch job submission failed: Socket timed out on "
+            "send/recv operation",
+        ),
+        (
+            ok(
+                stderr="sbatch: error: Batch job submission failed: Unable to contact slurm "
+                "controller (connect failure)\n",
+                code=1,
+            ),
+            "sbatch on fake-controller: Batch job submission failed: Unable to contact slurm "
+            "controller (connect failure)",
+        ),
+        (
+            dropped("the connection dropped while it ran"),
+            "fake-controller: sbatch failed over SSH: the connection dropped while it ran",
+        ),
+        (ok(""), "sbatch on fake-controller answered ''"),
+    ],
+)
+def test_an_answer_that_may_hide_a_queued_job_is_lost(answer: Answer, message: str) -> None:
+    transport = FakeTransport({"sbatch": [answer]})
+    with pytest.raises(slurm.AnswerLost) as lost:
+        slurm.submit_job(transport, ["sbatch", "s"])
+    assert str(lost.value) == message
 
 
 def test_partition_gpus_asks_sinfo_for_the_partitions_gres() -> None:

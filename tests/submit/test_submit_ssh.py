@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gpulab.submit import SshTarget, SshTransport, Unreachable, resolve_target
+from gpulab.submit import ConnectionLost, SshTarget, SshTransport, Unreachable, resolve_target
 
 paramiko = pytest.importorskip("paramiko", reason="paramiko (gpulab[submit]) is missing")
 
@@ -154,6 +154,27 @@ def ssh_server(keys: Keys) -> Behaviour:
     return behaviour
 
 
+class _Dropping(_EchoServer):
+    """Takes the command, then drops the connection without an answer: sshd killed, the
+    network gone after the command was sent."""
+
+    def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
+        # After the reply that accepts the command, as when the command then runs.
+        threading.Timer(0.3, channel.get_transport().close).start()
+        return True
+
+
+def ssh_server_dropping(keys: Keys) -> Behaviour:
+    """A real SSH server (paramiko's) that drops the connection once given a command."""
+
+    def behaviour(conn: socket.socket) -> None:
+        transport = paramiko.Transport(conn)
+        transport.add_server_key(keys.host)
+        transport.start_server(server=_Dropping(keys.client))
+
+    return behaviour
+
+
 def _target(server: Server, keys: Keys, attempts: int = 6) -> SshTarget:
     return SshTarget(
         "127.0.0.1",
@@ -200,6 +221,21 @@ def test_dropped_handshakes_then_sshd_connects(serve: Callable[..., Server], key
         done = transport.run(["squeue", "--json"])
     assert (done.returncode, done.stdout) == (0, "squeue --json\n")
     assert server.connections == 4
+
+
+def test_a_connection_dropped_under_a_command_is_lost_then_made_anew(
+    serve: Callable[..., Server], keys: Keys
+) -> None:
+    server = serve(ssh_server_dropping(keys), ssh_server(keys))
+    with SshTransport(_target(server, keys)) as transport:
+        # It may have run there: ConnectionLost, never an empty answer with status -1.
+        with pytest.raises(
+            ConnectionLost, match=r"^gpulab@127\.0\.0\.1:\d+: sbatch failed over SSH"
+        ):
+            transport.run(["sbatch", "--parsable", "job.sh"])
+        done = transport.run(["squeue", "--me"])
+    assert (done.returncode, done.stdout) == (0, "squeue --me\n")
+    assert server.connections == 2
 
 
 def test_handshakes_dropped_every_time_give_up_with_one_line(

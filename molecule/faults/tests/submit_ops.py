@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -54,6 +55,12 @@ class Submitted:
     def last_line(self) -> str:
         lines = self.stderr.strip().splitlines()
         return lines[-1] if lines else ""
+
+    @property
+    def job_dir(self) -> str | None:
+        """The job folder from gpulab's "submitted job N ...; files in DIR" line."""
+        found = re.search(r"; files in (\S+)$", self.stderr, re.MULTILINE)
+        return found.group(1) if found else None
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,25 @@
 """Drills an admin meets (issue 20), each with real `gpulab run` or `gpulab submit` jobs: the
 shared storage full, a worker's clock off, munged stopped on a worker, the controller
 container restarted whole, slurmdbd down, 50 submits at once over SSH, a worker's GPU check
-failing. Each prints its time to recovery and the job results lost (goal: none), starts from
-a cluster with every worker in service and leaves one, also when it fails (finally blocks)."""
+failing, slurmctld paused while `gpulab submit` submits (round three). Each prints its time to
+recovery and the job results lost (goal: none), starts from a cluster with every worker in
+service and leaves one, also when it fails (finally blocks)."""
 
 from __future__ import annotations
 
+import json
+import re
+import shlex
 import subprocess
 import time
 
 import pytest
 from conftest import Record
+from gpulab.submit.lookup import JobTag
+from gpulab.submit.slurm_client import parse_tagged_jobs, sacct_tagged_argv, squeue_tagged_argv
+from gpulab.submit.staging import safe_name
 from lab_ops import FINAL_TIMEOUT, TERMINAL_STATES, Job, JobRun, Lab, wait_for
-from submit_ops import SshSubmit, Submitted
+from submit_ops import GRAPH, SshSubmit, Submitted
 
 # The seconds a drill's gpulab job waits before `gpulab run`: the fault strikes meanwhile.
 JOB_WAIT_S = 40
@@ -430,3 +437,74 @@ def test_worker_gpu_check_failing(healthy_lab: Lab, record_fault: Record) -> Non
     assert not lost
     assert set(finals.values()) == {"COMPLETED"}, finals
     _assert_finished_cleanly(run, finals)
+
+
+# --- 8. slurmctld paused past sbatch's timeout while gpulab submit submits ---------------
+# What gpulab's lines say when sbatch timed out and it looked the job up by its tag.
+ANSWER_LOST = "sbatch's answer was lost"
+
+
+def _message_timeout(lab: Lab) -> int:
+    """slurm.conf's MessageTimeout: how long sbatch waits for slurmctld's answer (10 s default)."""
+    config = lab.on_controller("scontrol show config")
+    found = re.search(r"^MessageTimeout\s*=\s*(\d+)", config, re.MULTILINE)
+    return int(found.group(1)) if found else 10
+
+
+def _jobs_tagged(lab: Lab, tag: JobTag, argv: list[str]) -> list[str]:
+    """The ids of the jobs that squeue or sacct (argv) lists with the submission's tag."""
+    done = lab.run(lab.cluster.controller, shlex.join(argv), user=lab.job_user, check=False)
+    if done.returncode != 0:
+        return []
+    return [job.job_id for job in parse_tagged_jobs(done.stdout) if tag.marks(job)]
+
+
+def test_slurmctld_paused_while_submitting(
+    healthy_lab: Lab, ssh_submit: SshSubmit, record_fault: Record
+) -> None:
+    """slurmctld stopped (SIGSTOP) for MessageTimeout + 10 s while `gpulab submit --wait`
+    submits: sbatch times out, and slurmctld takes the job it was sent once it resumes (round
+    three, item 5: gpulab said it failed, exit 3, and a user who tried again ran it twice).
+    gpulab looks the job up by its tag, says sbatch's answer was lost, waits for that job and
+    returns its complete result; the job ran exactly once."""
+    lab = healthy_lab
+    pause_s = _message_timeout(lab) + 10
+    job_name = f"gpulab-{safe_name(json.loads(GRAPH.read_text())['name'])}"
+    try:
+        lab.on_controller("systemctl kill --kill-who=main --signal=STOP slurmctld")
+        # --gpus 0, as the lab's partitions have no GPU GRES: no sinfo, which would wait on
+        # the paused slurmctld and fail before anything is submitted.
+        process = ssh_submit.start("--gpus", "0")
+        time.sleep(pause_s)
+    finally:
+        resumed = time.monotonic()
+        lab.on_controller("systemctl kill --kill-who=main --signal=CONT slurmctld")
+    submitted = ssh_submit.finish(process)
+    recovered = time.monotonic() - resumed
+
+    tag = JobTag(job_name, submitted.job_dir or "?")
+    queued = _jobs_tagged(lab, tag, squeue_tagged_argv(job_name))
+    outputs = lab.on_controller(f"cd {shlex.quote(tag.job_dir)} && ls slurm-*.out", check=False)
+    # slurmctld tells slurmdbd of a job a little later: for the record only.
+    accounted = wait_for(lambda: _jobs_tagged(lab, tag, sacct_tagged_argv(job_name)), 60, 2)
+    lost = _submits_lost([submitted])
+    if len(queued) > 1:
+        lost.append(f"the job ran {len(queued)} times: {queued}")
+    found = [line for line in submitted.stderr.splitlines() if ANSWER_LOST in line]
+    record_fault(
+        "slurmctld-paused-during-submit",
+        recovered,
+        lost,
+        f"slurmctld stopped {pause_s} s; gpulab: exit {submitted.returncode}, "
+        f"{' / '.join(line[:160] for line in found) or 'no lost answer reported'}; "
+        f"jobs tagged {tag.tag}: squeue {queued}, sacct {accounted}, outputs "
+        f"{outputs.split()}",
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    assert submitted.complete, submitted.stdout[:400]
+    # The drill's point: sbatch did time out, and gpulab found the job rather than failing.
+    assert found, f"sbatch's answer was not lost: the pause did not strike it\n{submitted.stderr}"
+    assert f"found job {submitted.job_id} " in submitted.stderr, submitted.stderr
+    assert queued == [submitted.job_id], queued
+    assert outputs.split() == [f"slurm-{submitted.job_id}.out"], outputs
+    assert not lost

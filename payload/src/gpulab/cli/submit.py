@@ -201,7 +201,7 @@ def _submit(args: argparse.Namespace) -> int:
     )
     transport = _transport(args)
     try:
-        job = submit(transport, staged, options)
+        job = submit(transport, staged, options, say)
         given = f" with --gres={job.gres}" if job.gres else ""
         say(f"submitted job {job.job_id}{given} on {transport.where}; files in {job.job_dir}")
         if not args.wait:

@@ -3,7 +3,8 @@
 Layers: a Transport runs Slurm's commands and moves files (LocalTransport here, SshTransport
 on the controller); staging puts the graph and its files in a job directory on the shared
 storage; slurm_client knows Slurm's commands and their output (the collection ships the same
-file), slurm runs them through the Transport; job ties them into submit, wait, fetch.
+file), slurm runs them through the Transport; lookup finds a job by its tag when sbatch's
+answer was lost; job ties them into submit, wait, fetch.
 """
 
 from gpulab.submit.job import (
@@ -19,21 +20,25 @@ from gpulab.submit.job import (
     wait_for_result,
 )
 from gpulab.submit.local import LocalTransport
+from gpulab.submit.lookup import MaybeQueued, NothingQueued
 from gpulab.submit.slurm import SubmitRejected
 from gpulab.submit.slurm_client import JobState
 from gpulab.submit.ssh import SshTarget, SshTransport, parse_target
 from gpulab.submit.ssh_config import resolve_target
 from gpulab.submit.staging import StagedGraph, prepare
-from gpulab.submit.transport import CommandResult, Transport, Unreachable
+from gpulab.submit.transport import CommandResult, ConnectionLost, Transport, Unreachable
 
 __all__ = [
     "DEFAULT_SHARED_DIR",
     "CommandResult",
+    "ConnectionLost",
     "JobFailed",
     "JobForgotten",
     "JobOptions",
     "JobState",
     "LocalTransport",
+    "MaybeQueued",
+    "NothingQueued",
     "SshTarget",
     "SshTransport",
     "StagedGraph",

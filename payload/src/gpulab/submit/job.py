@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from gpulab.submit import slurm, slurm_client
+from gpulab.submit import lookup, slurm, slurm_client
+from gpulab.submit.lookup import JobTag, NothingQueued
 from gpulab.submit.slurm_client import JobState
 from gpulab.submit.staging import StagedGraph, safe_name, upload
 from gpulab.submit.transport import Transport, Unreachable
@@ -83,9 +84,14 @@ class SubmittedJob:
     stderr: str
     gres: str = ""  # what the job asked Slurm for, e.g. "gpu:1" or "shard:1"; "" for none
 
+    @property
+    def tag(self) -> str:
+        """The job folder's name, the job's comment in Slurm: finds the job (lookup)."""
+        return posixpath.basename(self.job_dir)
+
     def to_json(self) -> dict[str, str]:
-        """The job id and paths, as printed without --wait."""
-        return asdict(self)
+        """The job id, tag and paths, as printed without --wait."""
+        return asdict(self) | {"tag": self.tag}
 
 
 def job_script(options: JobOptions, graph: str, result: str) -> str:
@@ -136,8 +142,24 @@ def _remove_job_dir(transport: Transport, job_dir: str) -> None:
         transport.run(["rm", "-rf", "--", job_dir])
 
 
-def submit(transport: Transport, staged: StagedGraph, options: JobOptions) -> SubmittedJob:
-    """Stage the graph in a new job directory and submit it with sbatch."""
+def _quiet(message: str) -> None:
+    del message
+
+
+def submit(
+    transport: Transport,
+    staged: StagedGraph,
+    options: JobOptions,
+    progress: Callable[[str], None] = _quiet,
+    *,
+    lookup_patience_s: float = lookup.LOOKUP_PATIENCE_S,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> SubmittedJob:
+    """Stage the graph in a new job directory and submit it with sbatch, tagged with the
+    folder's name (lookup). When sbatch's answer is lost the job is looked for by its tag:
+    found, it is returned as if sbatch had answered; NothingQueued (the folder removed) when
+    Slurm has none; MaybeQueued when the controller does not answer for lookup_patience_s."""
     gres = gres_to_request(transport, options)
     job_dir = _make_job_dir(transport, options.shared_dir, staged.name)
     result = posixpath.join(job_dir, "result.json")
@@ -156,8 +178,10 @@ def submit(transport: Transport, staged: StagedGraph, options: JobOptions) -> Su
         ) from None
     stdout = posixpath.join(job_dir, "slurm-%j.out")
     stderr = posixpath.join(job_dir, "slurm-%j.err")
+    tag = JobTag(f"gpulab-{safe_name(staged.name)}", job_dir)
     argv = slurm_client.sbatch_argv(
-        job_name=f"gpulab-{safe_name(staged.name)}",
+        job_name=tag.job_name,
+        comment=tag.tag,
         partition=options.partition,
         nodelist=options.nodelist,
         gres=gres or None,
@@ -166,7 +190,20 @@ def submit(transport: Transport, staged: StagedGraph, options: JobOptions) -> Su
         error=stderr,
         script=script,
     )
-    job_id = slurm.submit_job(transport, argv)
+    try:
+        job_id = slurm.submit_job(transport, argv)
+    except slurm.AnswerLost as lost:
+        found = lookup.find_job(
+            transport, tag, lost, progress, patience_s=lookup_patience_s, clock=clock, sleep=sleep
+        )
+        if found is None:
+            # A request that slurmctld still takes late then finds no graph: nothing runs twice.
+            _remove_job_dir(transport, job_dir)
+            raise NothingQueued(
+                f"sbatch's answer was lost ({lost}) and Slurm has no job tagged {tag.tag}: "
+                "nothing was queued and its folder is removed; submit again"
+            ) from None
+        job_id = found
     return SubmittedJob(
         job_id,
         job_dir,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from gpulab.submit import slurm_client
 from gpulab.submit.slurm_client import JobState
-from gpulab.submit.transport import CommandResult, Transport, Unreachable
+from gpulab.submit.transport import CommandResult, ConnectionLost, Transport, Unreachable
 
 # Messages of a controller that cannot be reached, as opposed to a refused request.
 _UNREACHABLE_HINTS = (
@@ -26,33 +26,52 @@ class SubmitRejected(ValueError):
     """sbatch refused the job (an unknown partition or node, for example): exit 2."""
 
 
+class AnswerLost(Unreachable):
+    """sbatch's answer did not come back (it timed out, the controller or the connection
+    failed while it ran, its output was no job id): the job may have been queued, or not."""
+
+
 class GarbledOutput(Unreachable):
     """A Slurm command answered with output that cannot be read (exit 3 when it persists);
     a single such answer says nothing about the job, so waiting polls again."""
 
 
-def _check_reachable(result: CommandResult, where: str) -> None:
+def _says_unreachable(result: CommandResult) -> bool:
     message = result.stderr.strip() or result.stdout.strip()
-    if any(hint in message for hint in _UNREACHABLE_HINTS):
-        raise Unreachable(f"{result.argv[0]} on {where}: {_last_line(message)}")
+    return any(hint in message for hint in _UNREACHABLE_HINTS)
 
 
-def _last_line(text: str) -> str:
+def check_reachable(result: CommandResult, where: str) -> None:
+    """Unreachable, with the command's last line, when it says the controller did not answer."""
+    if _says_unreachable(result):
+        message = result.stderr.strip() or result.stdout.strip()
+        raise Unreachable(f"{result.argv[0]} on {where}: {last_line(message)}")
+
+
+def last_line(text: str) -> str:
+    """The last line that is not blank, for one-line messages."""
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else "(no message)"
 
 
 def submit_job(transport: Transport, argv: Sequence[str]) -> str:
-    """Run sbatch --parsable; the job id (a federated "ID;CLUSTER" answer gives ID)."""
-    result = transport.run(argv)
+    """Run sbatch --parsable; the job id (a federated "ID;CLUSTER" answer gives ID).
+    SubmitRejected when sbatch refused the job, AnswerLost when its answer was lost."""
+    try:
+        result = transport.run(argv)
+    except ConnectionLost as lost:
+        raise AnswerLost(str(lost)) from None
     if result.returncode != 0:
-        _check_reachable(result, transport.where)
-        reason = _last_line(result.stderr).removeprefix("sbatch: error: ")
+        reason = last_line(result.stderr).removeprefix("sbatch: error: ")
+        if _says_unreachable(result):
+            # "Socket timed out": slurmctld may yet take the request it was sent.
+            raise AnswerLost(f"sbatch on {transport.where}: {reason}")
         raise SubmitRejected(f"sbatch refused the job: {reason}")
     try:
         return slurm_client.parse_job_id(result.stdout)
     except ValueError:
-        raise Unreachable(
+        # Exit status 0: sbatch says it submitted; only the id is missing.
+        raise AnswerLost(
             f"sbatch on {transport.where} answered {result.stdout.strip()!r}"
         ) from None
 
@@ -62,8 +81,8 @@ def partition_gpus(transport: Transport, partition: str | None) -> int:
     partition is None. 0 for a partition without GPUs, or one sinfo does not know."""
     result = transport.run(slurm_client.sinfo_gres_argv(partition))
     if result.returncode != 0:
-        _check_reachable(result, transport.where)
-        raise Unreachable(f"sinfo on {transport.where}: {_last_line(result.stderr)}")
+        check_reachable(result, transport.where)
+        raise Unreachable(f"sinfo on {transport.where}: {last_line(result.stderr)}")
     return slurm_client.partition_gpu_count(result.stdout, partition)
 
 
@@ -72,10 +91,10 @@ def queue_state(transport: Transport, job_id: str) -> JobState | None:
     squeue's answer is no JSON (empty, truncated)."""
     result = transport.run(slurm_client.squeue_json_argv(job_id))
     if result.returncode != 0:
-        _check_reachable(result, transport.where)
+        check_reachable(result, transport.where)
         if "Invalid job id" in result.stderr:
             return None
-        raise Unreachable(f"squeue on {transport.where}: {_last_line(result.stderr)}")
+        raise Unreachable(f"squeue on {transport.where}: {last_line(result.stderr)}")
     try:
         return slurm_client.parse_squeue_json(result.stdout, job_id)
     except ValueError as exc:

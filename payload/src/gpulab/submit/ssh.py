@@ -22,13 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from gpulab._closeable import Closeable
-from gpulab.submit.transport import CommandResult, Unreachable
+from gpulab.submit.transport import CommandResult, ConnectionLost, Unreachable
 
 if TYPE_CHECKING:
     import paramiko
 
 # The remote shell's status for a command it cannot find.
 _NOT_FOUND = 127
+# paramiko's exit status when none came: the connection dropped (or a signal ended it).
+_NO_STATUS = -1
 # What sshd sends before dropping a connection beyond MaxStartups (OpenSSH 8.x and later).
 _MAX_STARTUPS = b"Exceeded MaxStartups"
 # Bytes of the server's first answer kept to tell a server that speaks no SSH.
@@ -337,6 +339,12 @@ class SshTransport(Closeable):
     def _open(self) -> paramiko.SSHClient:
         if self._client is None:
             raise RuntimeError(f"the SSH connection to {self.where} is closed")
+        link = self._client.get_transport()
+        if link is None or not link.is_active():
+            # Dropped under an earlier command: a new connection lets the next one (looking up
+            # a job whose sbatch answer was lost, say) still reach the host.
+            self._drop()
+            self._client = _connect(self._target)
         return self._client
 
     def _files(self) -> paramiko.SFTPClient:
@@ -345,16 +353,26 @@ class SshTransport(Closeable):
         return self._sftp
 
     def run(self, argv: Sequence[str]) -> CommandResult:
-        """Run argv on the host; Unreachable when the connection drops or argv[0] is missing."""
+        """Run argv on the host; ConnectionLost when the connection drops or times out while
+        it runs (it may have run), Unreachable when argv[0] is missing. A connection dropped
+        before is made anew first."""
+        client = self._open()
         try:
-            _, out, err = self._open().exec_command(
+            _, out, err = client.exec_command(
                 shlex.join(argv), timeout=self._target.command_timeout_s
             )
             stdout = out.read().decode("utf-8", "replace")
             stderr = err.read().decode("utf-8", "replace")
             status = out.channel.recv_exit_status()
-        except (OSError, _paramiko().SSHException) as exc:
-            raise Unreachable(f"{self.where}: {argv[0]} failed over SSH: {exc}") from None
+        except (OSError, EOFError, _paramiko().SSHException) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise ConnectionLost(f"{self.where}: {argv[0]} failed over SSH: {reason}") from None
+        link = client.get_transport()
+        if status == _NO_STATUS and (link is None or not link.is_active()):
+            # paramiko ends the command's output and gives -1 when the connection drops.
+            raise ConnectionLost(
+                f"{self.where}: {argv[0]} failed over SSH: the connection dropped while it ran"
+            )
         if status == _NOT_FOUND and "not found" in stderr:
             raise Unreachable(f"{argv[0]}: not found on PATH on {self.where}")
         return CommandResult(tuple(argv), status, stdout, stderr)
@@ -372,9 +390,13 @@ class SshTransport(Closeable):
 
     def close(self) -> None:
         """Close SFTP, then the connection; a second call does nothing."""
+        self._drop()
+        self._client = None
+
+    def _drop(self) -> None:
+        """Close SFTP and the connection, the SSHClient kept (see _open)."""
         sftp, self._sftp = self._sftp, None
-        client, self._client = self._client, None
         if sftp is not None:
             sftp.close()
-        if client is not None:
-            client.close()
+        if self._client is not None:
+            self._client.close()

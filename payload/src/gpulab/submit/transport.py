@@ -11,6 +11,11 @@ class Unreachable(RuntimeError):
     """Slurm, its host or a command it needs cannot be reached (exit 3)."""
 
 
+class ConnectionLost(Unreachable):
+    """The connection failed while a command ran (dropped, timed out): the command may have
+    run on the host, or not."""
+
+
 @dataclass(frozen=True)
 class CommandResult:
     """What one command did: its argv, exit status and decoded output."""
@@ -30,7 +35,8 @@ class Transport(Protocol):
         ...
 
     def run(self, argv: Sequence[str]) -> CommandResult:
-        """Run argv to completion; Unreachable when the program does not exist there."""
+        """Run argv to completion; Unreachable when the program does not exist there,
+        ConnectionLost when the link failed while it ran."""
         ...
 
     def write_file(self, path: str, data: bytes) -> None:

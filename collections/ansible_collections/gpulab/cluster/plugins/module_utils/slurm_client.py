@@ -35,6 +35,13 @@ TERMINAL_STATES = frozenset(
 
 # What `sacct --format` asks for, in the order parse_sacct reads it.
 SACCT_FIELDS = ("JobID", "State", "ExitCode", "ElapsedRaw", "NodeList")
+# What squeue_tagged_argv and sacct_tagged_argv print, in the order parse_tagged_jobs reads it:
+# the comment last, since a comment may hold "|".
+SQUEUE_TAGGED_FORMAT = "%i|%T|%Z|%k"
+SACCT_TAGGED_FIELDS = ("JobID", "State", "WorkDir", "Comment")
+# How far back sacct_tagged_argv looks (sacct's default is midnight: a job submitted just
+# before would be missed just after).
+SACCT_TAGGED_SINCE = "now-1days"
 # `sinfo --format` of the GRES of each partition's nodes (a default partition ends in "*").
 SINFO_PARTITION_GRES = "%P %G"
 # Slurm's word for "nothing" in scontrol and sinfo fields.
@@ -91,6 +98,7 @@ def sbatch_argv(
     *,
     sbatch: str = "sbatch",
     job_name: str | None = None,
+    comment: str | None = None,
     partition: str | None = None,
     nodelist: str | None = None,
     nodes: int | None = None,
@@ -108,6 +116,7 @@ def sbatch_argv(
     argv = [sbatch, "--parsable"]
     options = (
         ("--job-name", job_name),
+        ("--comment", comment),
         ("--partition", partition),
         ("--nodelist", nodelist),
         ("--nodes", nodes),
@@ -153,6 +162,33 @@ def squeue_json_argv(job_id: str, *, squeue: str = "squeue") -> list[str]:
 def squeue_named_argv(name: str, *, squeue: str = "squeue") -> list[str]:
     """Your queued jobs of this name, one "ID STATE" line each."""
     return [squeue, "--noheader", "--me", f"--name={name}", "--format=%i %T"]
+
+
+def squeue_tagged_argv(name: str, *, squeue: str = "squeue") -> list[str]:
+    """Your jobs of this name that the controller knows, ended ones too (for MinJobAge), one
+    "ID|STATE|WORK_DIR|COMMENT" line each: what tells one submission from another."""
+    return [
+        squeue,
+        "--noheader",
+        "--me",
+        "--states=all",
+        f"--name={name}",
+        f"--format={SQUEUE_TAGGED_FORMAT}",
+    ]
+
+
+def sacct_tagged_argv(name: str, *, sacct: str = "sacct") -> list[str]:
+    """Your jobs of this name in accounting (slurmdbd) since yesterday, in
+    squeue_tagged_argv's layout."""
+    return [
+        sacct,
+        "--noheader",
+        "--parsable2",
+        "--allocations",
+        f"--name={name}",
+        f"--starttime={SACCT_TAGGED_SINCE}",
+        f"--format={','.join(SACCT_TAGGED_FIELDS)}",
+    ]
 
 
 def sinfo_gres_argv(partition: str | None = None, *, sinfo: str = "sinfo") -> list[str]:
@@ -310,6 +346,32 @@ def parse_squeue_lines(text: str) -> list[tuple[str, str]]:
         for fields in (line.split() for line in text.splitlines())
         if len(fields) == 2
     ]
+
+
+@dataclass(frozen=True)
+class TaggedJob:
+    """One line of squeue_tagged_argv's or sacct_tagged_argv's output."""
+
+    job_id: str
+    state: str
+    work_dir: str
+    comment: str
+
+
+def parse_tagged_jobs(text: str) -> list[TaggedJob]:
+    """squeue_tagged_argv's or sacct_tagged_argv's output. ValueError for a line that is no
+    such row (an error text with exit status 0): the answer then says nothing, not "none"."""
+    jobs = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        fields = line.split("|", 3)
+        if len(fields) != 4 or not fields[0].split("_", 1)[0].isdigit():
+            raise ValueError(f"not a job of squeue or sacct: {_excerpt(line)}")
+        job_id, state, work_dir, comment = fields
+        # sacct writes "CANCELLED by 2000"; squeue and sacct leave an unset comment empty.
+        jobs.append(TaggedJob(job_id, state.split(" ", 1)[0], work_dir, _value(comment)))
+    return jobs
 
 
 def gres_gpu_count(gres: str) -> int:
