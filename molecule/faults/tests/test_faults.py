@@ -256,6 +256,50 @@ def test_nfs_server_restarted_during_a_job(healthy_lab: Lab, record_fault: Recor
     _clearly_failed_or_complete(run, finals)
 
 
+def test_nfs_server_killed_during_a_job(healthy_lab: Lab, record_fault: Record) -> None:
+    """nfs-ganesha killed with SIGKILL while a job writes over NFS: systemd restarts it (the
+    nfs_server role's drop-in; Debian's unit has Restart=no), and the job's result arrives
+    whole, its writes retried through the server's grace period (NFS3ERR_JUKEBOX)."""
+    lab = healthy_lab
+    storage = lab.cluster.storage
+    run = JobRun(lab, "nfs-killed")
+    job = run.submit(kind="nfs", node=lab.cluster.workers[0], steps=20)
+    assert run.wait_running(job), f"job {job.job_id} did not start: {run.job_fields(job)}"
+    assert wait_for(lambda: run.progress(job) >= 3, 90), (
+        f"the job wrote nothing over NFS: {run.output(job)}"
+    )
+
+    killed_pid = _main_pid(lab, storage, "nfs-ganesha")
+    start = time.monotonic()
+    lab.run(storage, "systemctl kill --kill-who=main --signal=KILL nfs-ganesha")
+    assert wait_for(
+        lambda: _main_pid(lab, storage, "nfs-ganesha") not in ("", "0", killed_pid),
+        RESTART_TIMEOUT,
+    ), "systemd did not restart nfs-ganesha after SIGKILL"
+    restarted = time.monotonic() - start
+    share_id = f"{lab.nfs_url}/.gpulab-share-id"
+    assert wait_for(
+        lambda: lab.run(lab.cluster.controller, f"nfs-cat {share_id}", check=False).returncode == 0,
+        180,
+        2,
+    ), "the share does not answer over NFS after the server's restart"
+    recovered = time.monotonic() - start
+
+    finals, lost = run.settle()
+    output = run.output(job)
+    record_fault(
+        "nfs-server-killed",
+        recovered,
+        lost,
+        f"nfs-ganesha back in {restarted:.1f} s; job {job.job_id} {finals[job.job_id]} after "
+        f"{output.count('fault-job: retrying')} retried writes",
+    )
+    assert not lost
+    assert finals[job.job_id] == "COMPLETED" and run.result_complete(job), (
+        f"job {job.job_id} {finals[job.job_id]}: {output[-500:]}"
+    )
+
+
 def test_worker_container_restarted(healthy_lab: Lab, record_fault: Record) -> None:
     """A worker's container restarts (a reboot) during a job: it rejoins with no manual step,
     the job is requeued or fails clearly, and new jobs run on the worker."""
