@@ -51,7 +51,8 @@ def test_shards_are_offered(cluster: Cluster, controller: Host, standin: str) ->
         "the stand-in offers no shards (inventory/lab/group_vars/jetson_standin.yml)"
     )
     shown = controller.check_output("scontrol show node %s", cluster.node_name(standin))
-    assert re.search(rf"\bGres=gpu:orin:1,shard:{shards}\b", shown), shown
+    # Slurm types the shards after their GPU: shard:2 in nodes.conf shows as shard:orin:2.
+    assert re.search(rf"\bGres=gpu:orin:1,shard:(orin:)?{shards}\b", shown), shown
     gres_conf = cluster.node(standin).file("/etc/slurm/gres.conf").content_string
     assert f"NodeName={cluster.node_name(standin)} Name=shard Count={shards} File=" in gres_conf
 
