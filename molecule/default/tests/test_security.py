@@ -298,3 +298,14 @@ def test_services_run_as_their_own_users(cluster: Cluster, hostname: str) -> Non
             wrong[daemon] = sorted(owners) or "not running"
     expected = {daemon: user for daemon, (user, _) in DAEMON_USERS.items()}
     assert wrong == {}, f"{hostname}: daemons as the wrong user {wrong}, expected {expected}"
+
+
+def test_no_sshd_listens_or_takes_passwords(cluster: Cluster, hostname: str) -> None:
+    # Ansible reaches the nodes through gpulab-lab-sshd (one sshd per connection, over podman
+    # exec): nothing listens on port 22, and an sshd started on a node (the submit tests' and
+    # the fault drills' do, and stop it again) takes keys only.
+    node = cluster.node(hostname)
+    assert node.check_output("ss -Hltn 'sport = :22'") == "", f"{hostname}: sshd listens"
+    effective = node.check_output("sshd -T -C user=gpulab,host=x,addr=10.0.0.1").splitlines()
+    assert "passwordauthentication no" in effective, f"{hostname}: sshd takes passwords"
+    assert "kbdinteractiveauthentication no" in effective, f"{hostname}: keyboard-interactive"
