@@ -106,6 +106,7 @@ NOT_WRITTEN = {
     "timesync_reference_group": "names an inventory group",
     "nfs_server_client_groups": "names inventory groups",
     "slurm_cgroups": "choices",
+    "slurm_private_data": "choices",
     "slurm_package_state": "choices",
     "slurm_resume_nodes": "choices",
     "munge_service_state": "choices",

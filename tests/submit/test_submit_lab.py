@@ -13,9 +13,10 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -76,20 +77,51 @@ class Ssh:
     empty_known_hosts: Path
 
 
+# What the fixture adds to the controller for the tests and removes after them: keys only
+# (no password or keyboard-interactive login, no root), on the lab network's address only.
+SSHD_DROPIN = "/etc/ssh/sshd_config.d/gpulab-submit-test.conf"
+KEY_COMMENT = "gpulab-submit-test"
+
+
+def _lab_address() -> str:
+    return _podman(
+        "inspect",
+        "--format",
+        "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+        CONTROLLER,
+    ).stdout.strip()
+
+
 @pytest.fixture(scope="module")
-def ssh(tmp_path_factory: pytest.TempPathFactory) -> Ssh:
-    """sshd on the controller, a fresh key authorised for gpulab, its host key recorded."""
+def ssh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ssh]:
+    """sshd on the controller, a fresh key authorised for gpulab, its host key recorded;
+    afterwards sshd stopped and disabled, its drop-in and the key gone."""
     missing = _lab_missing()
     if missing:
         pytest.skip(missing)
     paramiko = pytest.importorskip("paramiko", reason="paramiko (gpulab[submit]) is missing")
+    address = _lab_address()
     install = (
         "command -v sshd >/dev/null || { apt-get update -qq && "
         "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null; }; "
-        "systemctl enable --now ssh >/dev/null 2>&1"
+        f"printf '%s\\n' 'PasswordAuthentication no' 'KbdInteractiveAuthentication no' "
+        f"'PermitRootLogin no' 'ListenAddress {address}' >{SSHD_DROPIN} && "
+        "systemctl enable ssh >/dev/null 2>&1 && systemctl restart ssh"
     )
     done = _podman("exec", CONTROLLER, "sh", "-c", install)
     assert done.returncode == 0, done.stderr
+    try:
+        yield _authorised(tmp_path_factory, paramiko, address)
+    finally:
+        _podman(
+            "exec", CONTROLLER, "sh", "-c",
+            f"systemctl disable --now ssh >/dev/null 2>&1; rm -f {SSHD_DROPIN}; "
+            f"sed -i '/ {KEY_COMMENT}$/d' ~gpulab/.ssh/authorized_keys",
+        )  # fmt: skip
+
+
+def _authorised(tmp_path_factory: pytest.TempPathFactory, paramiko: Any, address: str) -> Ssh:
+    """A fresh key authorised for gpulab on the controller, and its host key recorded."""
     folder = tmp_path_factory.mktemp("ssh")
     key = paramiko.RSAKey.generate(2048)
     identity = folder / "id_rsa"
@@ -97,20 +129,14 @@ def ssh(tmp_path_factory: pytest.TempPathFactory) -> Ssh:
     # The previous run's key is replaced, not kept.
     authorise = (
         "umask 077 && mkdir -p ~/.ssh && touch ~/.ssh/authorized_keys && "
-        "sed -i '/ gpulab-submit-test$/d' ~/.ssh/authorized_keys && "
+        f"sed -i '/ {KEY_COMMENT}$/d' ~/.ssh/authorized_keys && "
         "cat >> ~/.ssh/authorized_keys"
     )
-    public = f"ssh-rsa {key.get_base64()} gpulab-submit-test\n"
+    public = f"ssh-rsa {key.get_base64()} {KEY_COMMENT}\n"
     done = _podman(
         "exec", "-i", "--user", "gpulab", CONTROLLER, "sh", "-c", authorise, stdin=public
     )
     assert done.returncode == 0, done.stderr
-    address = _podman(
-        "inspect",
-        "--format",
-        "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
-        CONTROLLER,
-    ).stdout.strip()
     host_key = _podman("exec", CONTROLLER, "cat", "/etc/ssh/ssh_host_ed25519_key.pub")
     assert host_key.returncode == 0, host_key.stderr
     key_type, key_data = host_key.stdout.split()[:2]

@@ -66,6 +66,27 @@ def test_the_workers_write_gpu_metrics(cluster: Cluster, worker: str) -> None:
     assert re.search(r'^gpulab_gpu_health_ok\{device="0"\} 1$', metrics.content_string, re.M)
 
 
+def test_the_metrics_run_sandboxed_and_still_measure_the_gpu(
+    cluster: Cluster, worker: str
+) -> None:
+    # gpulab-metrics.service ran as root with every capability: now without any, the system
+    # read-only but its textfile, no home, kernel or clock; a run started now still measures.
+    node = cluster.node(worker)
+    shown = node.check_output(
+        "systemctl show gpulab-metrics.service --property=CapabilityBoundingSet "
+        "--property=NoNewPrivileges --property=ProtectSystem --property=ProtectHome"
+    )
+    settings = dict(line.split("=", 1) for line in shown.splitlines())
+    assert settings == {"CapabilityBoundingSet": "", "NoNewPrivileges": "yes",
+                        "ProtectSystem": "strict", "ProtectHome": "yes"}, settings  # fmt: skip
+    node.check_output("rm -f /var/lib/prometheus/node-exporter/gpulab.prom")
+    node.check_output("systemctl start gpulab-metrics.service")
+    result = node.check_output("systemctl show gpulab-metrics.service --property=Result")
+    assert result == "Result=success", result
+    metrics = node.file("/var/lib/prometheus/node-exporter/gpulab.prom")
+    assert re.search(r'^gpulab_gpu_health_ok\{device="0"\} 1$', metrics.content_string, re.M)
+
+
 def prometheus_query(controller: Host, query: str) -> list[dict[str, Any]]:
     """The result of an instant query to the controller's Prometheus, from the controller."""
     url = f"http://{cluster_address(controller)}:{PROMETHEUS_PORT}/api/v1/query?query={query}"

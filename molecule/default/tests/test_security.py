@@ -298,3 +298,35 @@ def test_services_run_as_their_own_users(cluster: Cluster, hostname: str) -> Non
             wrong[daemon] = sorted(owners) or "not running"
     expected = {daemon: user for daemon, (user, _) in DAEMON_USERS.items()}
     assert wrong == {}, f"{hostname}: daemons as the wrong user {wrong}, expected {expected}"
+
+
+def test_no_sshd_listens_or_takes_passwords(cluster: Cluster, hostname: str) -> None:
+    # Ansible reaches the nodes through gpulab-lab-sshd (one sshd per connection, over podman
+    # exec): nothing listens on port 22, and an sshd started on a node (the submit tests' and
+    # the fault drills' do, and stop it again) takes keys only.
+    node = cluster.node(hostname)
+    assert node.check_output("ss -Hltn 'sport = :22'") == "", f"{hostname}: sshd listens"
+    effective = node.check_output("sshd -T -C user=gpulab,host=x,addr=10.0.0.1").splitlines()
+    assert "passwordauthentication no" in effective, f"{hostname}: sshd takes passwords"
+    assert "kbdinteractiveauthentication no" in effective, f"{hostname}: keyboard-interactive"
+
+
+def test_another_users_jobs_are_private(cluster: Cluster, controller: Host) -> None:
+    # slurm_private_data [jobs, usage] (PrivateData): the job user sees its own jobs only;
+    # root sees everyone's.
+    if "jobs" not in cluster.var("slurm_private_data", ["jobs", "usage"]):
+        pytest.skip("slurm_private_data leaves jobs public")
+    user = cluster.var("identity_users")[0]["name"]
+    job_id = controller.check_output(
+        "sbatch --parsable --job-name=gpulab-private-test --output=/dev/null --wrap='sleep 60'"
+    ).split(";")[0]
+    try:
+        assert job_id in controller.check_output("squeue --noheader --all --format=%%i").split()
+        seen = controller.check_output(
+            "runuser -u %s -- squeue --noheader --all --format=%%i", user
+        ).split()
+        assert job_id not in seen, f"{user} sees root's job {job_id}"
+        shown = controller.run("runuser -u %s -- scontrol show job %s", user, job_id)
+        assert "gpulab-private-test" not in shown.stdout, shown.stdout
+    finally:
+        controller.run("scancel %s", job_id)

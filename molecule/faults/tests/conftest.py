@@ -24,9 +24,14 @@ def lab() -> Lab:
 
 
 @pytest.fixture(scope="session")
-def ssh_submit(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> SshSubmit:
-    """`gpulab submit --host` from this machine to the controller (sshd set up once)."""
-    return SshSubmit.prepare(lab, tmp_path_factory.mktemp("ssh"))
+def ssh_submit(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshSubmit]:
+    """`gpulab submit --host` from this machine to the controller (sshd set up once, and
+    removed again after the drills)."""
+    submit = SshSubmit.prepare(lab, tmp_path_factory.mktemp("ssh"))
+    try:
+        yield submit
+    finally:
+        submit.cleanup()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -75,12 +76,22 @@ class SshSubmit:
     @classmethod
     def prepare(cls, lab: Lab, folder: Path) -> SshSubmit:
         controller = lab.cluster.controller
+        address = lab.run(controller, "hostname -I").stdout.split()[0]
+        # Keys only (no password or keyboard-interactive login, no root), on the lab network's
+        # address only; cleanup() removes it all again.
+        settings = [
+            "LogLevel VERBOSE",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "PermitRootLogin no",
+            f"ListenAddress {address}",
+        ]
         lab.run(
             controller,
             "command -v sshd >/dev/null || { apt-get update -qq && "
             "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null; } "
-            f"&& echo 'LogLevel VERBOSE' > {SSHD_DROPIN} && systemctl enable --now ssh "
-            "&& systemctl restart ssh",
+            f"&& printf '%s\\n' {' '.join(map(shlex.quote, settings))} > {SSHD_DROPIN} "
+            "&& systemctl enable ssh && systemctl restart ssh",
             timeout=600,
         )
         key = paramiko.RSAKey.generate(2048)
@@ -94,11 +105,19 @@ class SshSubmit:
             user=lab.job_user,
             stdin=f"ssh-rsa {key.get_base64()} gpulab-fault-drills\n",
         )
-        address = lab.run(controller, "hostname -I").stdout.split()[0]
         host_key = lab.run(controller, "cat /etc/ssh/ssh_host_ed25519_key.pub").stdout.split()
         known_hosts = folder / "known_hosts"
         known_hosts.write_text(f"{address} {host_key[0]} {host_key[1]}\n")
         return cls(lab, address, identity, known_hosts)
+
+    def cleanup(self) -> None:
+        """What prepare() added, removed: sshd stopped and disabled, its drop-in, the key."""
+        self.lab.run(
+            self.lab.cluster.controller,
+            f"systemctl disable --now ssh; rm -f {SSHD_DROPIN}; "
+            f"sed -i '/ gpulab-fault-drills$/d' ~{self.lab.job_user}/.ssh/authorized_keys",
+            check=False,
+        )
 
     def argv(self, *flags: str, graph: Path = GRAPH) -> list[str]:
         return [
