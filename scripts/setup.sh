@@ -12,7 +12,8 @@ APT_PACKAGES=(
   podman runc debootstrap uidmap slirp4netns netavark aardvark-dns iptables
   # Ansible's SSH connection into the lab containers (inventory/lab/group_vars/all/connection.yml)
   openssh-client
-  # Vulkan: the loader, lavapipe (a CPU device), the GLSL compiler, vulkaninfo
+  # Vulkan: the loader, lavapipe (a CPU device), the GLSL compiler, vulkaninfo, and the
+  # Khronos validation layer that `make test-payload` runs the memory, kernel and graph suites under
   libvulkan1 mesa-vulkan-drivers glslc glslang-tools vulkan-tools vulkan-validationlayers
   # native libraries and their cross builds
   build-essential cmake file gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross

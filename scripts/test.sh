@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`'s checks, in two lanes at once: molecule's default scenario (the longest, about
-# 8 min) and the others (the native checks, the collection tests, the payload tests, the two
-# halves of lint, ansible-test sanity). Every check of the sequential run, none dropped.
+# 8 min) and the others (the native checks, the collection tests, the payload tests (the memory,
+# kernel and graph suites under the Vulkan validation layer), the two halves of lint,
+# ansible-test sanity). Every check of the sequential run, none dropped.
 # The others are one queue, run from the start at the lowest CPU priority (nice 19, their
 # containers too) on what molecule leaves of the cores: molecule's steps follow each other and
 # decide when the run ends, so they take the cores whenever they need them, and a queued check

@@ -7,6 +7,8 @@
 #                              a bare Ubuntu 24.04 lacks (slurm.sh unpacks only those it lacks)
 #   build/gpu-host/debs/gl     the Vulkan loader and libglvnd, which NVIDIA's ICD loads
 #   build/gpu-host/debs/tools  vulkaninfo and its X libraries (unpacked apart, into /opt/gpulab-vt)
+#   build/gpu-host/debs/vvl    the Khronos validation layer, for the payload's suites under it
+#                              (slurm.sh leaves it alone; docs/kernels.md says how to run them)
 #   build/gpu-host/wheels      ansible-core and its dependencies for the host's Python
 # Usage: scripts/gpu-host/bundle.sh [PYTHON_VERSION]   (default 3.12: Ubuntu 24.04's)
 set -euo pipefail
@@ -28,6 +30,8 @@ slurm_debs=(slurmd slurmctld slurm-client slurm-wlm-basic-plugins libslurm38 mun
   libhwloc15 liblua5.1-0 libdbus-1-3 libjson-c5 libyaml-0-2)
 gl_debs=(libvulkan1 libglvnd0 libegl1 libgl1 libglx0 libopengl0 libgles2)
 tool_debs=(vulkan-tools libwayland-client0 libx11-6 libx11-data libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
+# The layer's own dependencies (libc6, libgcc-s1, libstdc++6 >= 12) are on any Ubuntu 24.04 already.
+vvl_debs=(vulkan-validationlayers)
 
 fetch() {
   local dir=$1; shift
@@ -39,6 +43,7 @@ fetch() {
 fetch "$bundle/debs/slurm" "${slurm_debs[@]}"
 fetch "$bundle/debs/gl" "${gl_debs[@]}"
 fetch "$bundle/debs/tools" "${tool_debs[@]}"
+fetch "$bundle/debs/vvl" "${vvl_debs[@]}"
 say "debs: $(find "$bundle/debs" -name '*.deb' | wc -l) packages ($(du -sh "$bundle/debs" | cut -f1)): $(
   find "$bundle/debs/slurm" -name 'slurmd_*.deb' -printf '%f')"
 

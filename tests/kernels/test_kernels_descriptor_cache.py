@@ -14,7 +14,15 @@ import pytest
 from gpulab.kernels import DeviceArray, Kernels, OwnedArray, pipelines
 from gpulab.kernels.pipelines import PipelineCatalog, geometry
 from gpulab.memory import BufferPool, MemoryManager
-from gpulab.vk import Buffer, CommandPool, Device, Fence, ObjectClosedError, live_handles
+from gpulab.vk import (
+    Buffer,
+    CommandPool,
+    Device,
+    DeviceMemory,
+    Fence,
+    ObjectClosedError,
+    live_handles,
+)
 from gpulab.vk.buffer import STORAGE
 
 
@@ -25,14 +33,43 @@ def catalog(device: Device) -> Iterator[PipelineCatalog]:
     created.close()
 
 
+class BoundBuffers:
+    """Storage buffers with memory bound (a descriptor may name no other buffer:
+    VUID-VkWriteDescriptorSet-descriptorType-00329); the test may close a buffer early, its
+    memory is freed with the rest at the end."""
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.made: list[tuple[Buffer, DeviceMemory]] = []
+
+    def __call__(self, size: int) -> Buffer:
+        buffer = Buffer(self.device, size, STORAGE)
+        memory = DeviceMemory(self.device, buffer.required_size, buffer.memory_type_bits)
+        self.made.append((buffer, memory))
+        buffer.bind(memory)
+        return buffer
+
+    def close(self) -> None:
+        for buffer, memory in self.made:
+            buffer.close()
+            memory.close()
+
+
+@pytest.fixture
+def bound(device: Device) -> Iterator[BoundBuffers]:
+    created = BoundBuffers(device)
+    yield created
+    created.close()
+
+
 def _sets() -> int:
     return live_handles().get("DescriptorSet", 0)
 
 
 def test_a_set_is_reused_only_for_the_same_bindings(
-    device: Device, catalog: PipelineCatalog
+    catalog: PipelineCatalog, bound: BoundBuffers
 ) -> None:
-    with Buffer(device, 1024, STORAGE) as first, Buffer(device, 1024, STORAGE) as second:
+    with bound(1024) as first, bound(1024) as second:
         bindings = ((first, 0, 256), (second, 0, 256))
         cached = catalog.descriptor_set(bindings)
         assert catalog.descriptor_set(list(bindings)) is cached
@@ -48,9 +85,9 @@ def test_a_set_is_reused_only_for_the_same_bindings(
 
 
 def test_a_closed_buffer_is_never_bound_through_its_cached_set(
-    device: Device, catalog: PipelineCatalog
+    catalog: PipelineCatalog, bound: BoundBuffers
 ) -> None:
-    buffer = Buffer(device, 1024, STORAGE)
+    buffer = bound(1024)
     bindings = ((buffer, 0, 1024),)
     catalog.descriptor_set(bindings)
     buffer.close()
@@ -79,15 +116,15 @@ def test_an_evicted_pool_buffer_gets_a_new_set(device: Device, catalog: Pipeline
 
 
 def test_trimming_frees_sets_of_closed_buffers_first(
-    device: Device, catalog: PipelineCatalog, monkeypatch: pytest.MonkeyPatch
+    catalog: PipelineCatalog, bound: BoundBuffers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(pipelines, "CACHED_SETS", 8)
     before = _sets()
-    closed = [Buffer(device, 256, STORAGE) for _ in range(4)]
+    closed = [bound(256) for _ in range(4)]
     for buffer in closed:
         catalog.descriptor_set(((buffer, 0, 256),))
         buffer.close()
-    with Buffer(device, 4096, STORAGE) as kept:
+    with bound(4096) as kept:
 
         def cached(i: int) -> None:
             catalog.descriptor_set(((kept, 256 * i, 256),))

@@ -1,4 +1,5 @@
-"""Fixtures for the memory tests: a real lavapipe device, checked for leaked handles."""
+"""Fixtures for the memory tests: a real lavapipe device, checked for leaked handles, and the
+validation net (tests/vulkan_validation.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 from gpulab.vk import Device, Instance, live_handles, shared_instance
+
+from tests.vulkan_validation import vulkan_validation, vulkan_validation_log
+
+__all__ = ["device", "process_instance", "vulkan_validation", "vulkan_validation_log"]
 
 
 @pytest.fixture(scope="session")

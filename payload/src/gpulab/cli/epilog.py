@@ -13,7 +13,12 @@ from gpulab.submit import DEFAULT_SHARED_DIR
 ENVIRONMENT = (
     (BUDGET_ENV, "run: cap every Vulkan heap (64M, 2GiB, ...) when --memory-budget is not given"),
     (SHARED_DIR_ENV, f"submit: the default of --shared-dir ({DEFAULT_SHARED_DIR})"),
-    ("GPULAB_VK_VALIDATION", "1 turns on the Vulkan validation layer, where it is installed"),
+    (
+        "GPULAB_VK_VALIDATION",
+        "1 turns on the Vulkan validation layer (with synchronization validation), where it is "
+        "installed",
+    ),
+    ("GPULAB_VK_VALIDATION_LOG", "a file that every validation message is appended to"),
     ("GPULAB_MATMUL_TILE", "matmul's workgroup tile XxYxD (such as 16x16x8), for tuning"),
     (
         "GPULAB_NATIVE_LIB_DIR",

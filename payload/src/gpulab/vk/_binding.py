@@ -9,7 +9,10 @@ Pitfalls of the binding handled here or by the helpers below:
 - `pCode` must be bytes: `shader_code()` converts whatever buffer it is given;
 - nested create-info structs must stay referenced until the create call returns: callers keep
   them in local variables (the binding keeps the inner pointers alive only through them);
-- extension functions come from `vkGetInstanceProcAddr`: `instance_function()`.
+- extension functions come from `vkGetInstanceProcAddr` and `vkGetDeviceProcAddr`:
+  `instance_function()`, `device_function()`;
+- the binding allocates a call's output struct itself when none is given, with sType 0: pass
+  one whose sType is set (the validation layer reports VUID-...-sType-sType otherwise).
 """
 
 from __future__ import annotations
@@ -99,6 +102,15 @@ def instance_function(instance: Any, name: str) -> Callable[..., Any]:
         fn = vk.vkGetInstanceProcAddr(instance, name)
     except (_vulkan.ProcedureNotFoundError, _vulkan.ExtensionNotSupportedError):
         raise VulkanError("vkGetInstanceProcAddr", f"{name} is not available") from None
+    return _checked(name, fn)
+
+
+def device_function(device: Any, name: str) -> Callable[..., Any]:
+    """A device-level extension function, checked like the core ones."""
+    try:
+        fn = vk.vkGetDeviceProcAddr(device, name)
+    except (_vulkan.ProcedureNotFoundError, _vulkan.ExtensionNotSupportedError):
+        raise VulkanError("vkGetDeviceProcAddr", f"{name} is not available") from None
     return _checked(name, fn)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gpulab.vk._binding import vk
+from gpulab.vk._binding import device_function, vk
 from gpulab.vk.buffer import Buffer
 from gpulab.vk.device import HOST_MEMORY_EXTENSION
 from gpulab.vk.memory import DeviceMemory
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 HOST_ALLOCATION = 0x80  # VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT
 _STRUCTURE_EXTERNAL_HOST_PROPERTIES = 1000178002
+_STRUCTURE_HOST_POINTER_PROPERTIES = 1000178001  # VkMemoryHostPointerPropertiesEXT
 
 
 def _import_alignment(device: Device) -> int:
@@ -43,14 +44,16 @@ class HostMemoryImporter:
         self.alignment = _import_alignment(device)
         self._properties: Any = None
         if self.alignment:
-            self._properties = vk.vkGetDeviceProcAddr(
-                device.raw, "vkGetMemoryHostPointerPropertiesEXT"
-            )
+            self._properties = device_function(device.raw, "vkGetMemoryHostPointerPropertiesEXT")
 
     def memory_type_bits(self, address: int) -> int:
         """The memory types that can import the host pages at `address`."""
         pointer = vk.ffi.cast("void*", address)
-        return int(self._properties(self.device.raw, HOST_ALLOCATION, pointer).memoryTypeBits)
+        # Our own output struct: the binding's own has sType 0, which a driver may reject.
+        properties = vk.ffi.new("VkMemoryHostPointerPropertiesEXT*")
+        properties.sType = _STRUCTURE_HOST_POINTER_PROPERTIES
+        self._properties(self.device.raw, HOST_ALLOCATION, pointer, properties)
+        return int(properties.memoryTypeBits)
 
     def buffer(self, size: int, usage: int) -> Buffer:
         """A buffer that imported host memory can be bound to."""

@@ -1,4 +1,11 @@
-"""The Vulkan instance: application info, optional validation, physical device enumeration."""
+"""The Vulkan instance: application info, optional validation, physical device enumeration.
+
+Validation (GPULAB_VK_VALIDATION=1) turns on the Khronos layer with its synchronization
+validation (missing or too weak barriers: hazards lavapipe forgives and NVIDIA's and Jetson's
+GPUs do not). Its messages go to the `gpulab.vk.validation` logger and, with
+GPULAB_VK_VALIDATION_LOG=FILE, are appended to FILE as well, one line each: the net that the
+test suites read, for this process and every `gpulab` process it starts.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +23,10 @@ from gpulab.vk.errors import InitializationFailed, NoVulkanDevice
 from gpulab.vk.physical_device import PhysicalDevice
 
 VALIDATION_ENV = "GPULAB_VK_VALIDATION"
+VALIDATION_LOG_ENV = "GPULAB_VK_VALIDATION_LOG"
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 DEBUG_UTILS = "VK_EXT_debug_utils"
+VALIDATION_FEATURES = "VK_EXT_validation_features"
 API_VERSION = make_version(1, 2)
 """The version we ask for; 1.1 gives subgroup properties, 1.2 driver properties."""
 
@@ -34,26 +43,30 @@ def available_layers() -> set[str]:
     return {layer.layerName for layer in vk.vkEnumerateInstanceLayerProperties()}
 
 
-def _available_extensions() -> set[str]:
-    return {ext.extensionName for ext in vk.vkEnumerateInstanceExtensionProperties(None)}
+def _available_extensions(layer: str | None = None) -> set[str]:
+    return {ext.extensionName for ext in vk.vkEnumerateInstanceExtensionProperties(layer)}
 
 
 def _on_validation_message(severity: int, _types: int, data: Any, _user: Any) -> int:
     message = vk.ffi.string(data.pMessage).decode(errors="replace")
-    level = (
-        logging.ERROR
-        if severity >= vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
-        else (logging.WARNING)
-    )
-    log.log(level, "%s", message)
+    error = severity >= vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
+    log.log(logging.ERROR if error else logging.WARNING, "%s", message)
+    path = os.environ.get(VALIDATION_LOG_ENV)
+    if path:
+        line = message.replace("\\", "\\\\").replace("\n", "\\n")
+        record = f"{'ERROR' if error else 'WARNING'} pid {os.getpid()}: {line}\n".encode()
+        # One O_APPEND write per message: lines from several processes never interleave.
+        out = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(out, record)
+        finally:
+            os.close(out)
     return 0
 
 
-def _create_messenger(raw_instance: Any) -> Callable[[], object]:
-    """Create a debug messenger forwarding validation messages to logging; returns its destroyer."""
-    create = instance_function(raw_instance, "vkCreateDebugUtilsMessengerEXT")
-    destroy = instance_function(raw_instance, "vkDestroyDebugUtilsMessengerEXT")
-    info = vk.VkDebugUtilsMessengerCreateInfoEXT(
+def _messenger_info() -> Any:
+    """Warnings and errors of every type, to _on_validation_message."""
+    return vk.VkDebugUtilsMessengerCreateInfoEXT(
         messageSeverity=vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT
         | vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
         messageType=vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
@@ -61,6 +74,13 @@ def _create_messenger(raw_instance: Any) -> Callable[[], object]:
         | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
         pfnUserCallback=_on_validation_message,
     )
+
+
+def _create_messenger(raw_instance: Any) -> Callable[[], object]:
+    """Create a debug messenger forwarding validation messages to logging; returns its destroyer."""
+    create = instance_function(raw_instance, "vkCreateDebugUtilsMessengerEXT")
+    destroy = instance_function(raw_instance, "vkDestroyDebugUtilsMessengerEXT")
+    info = _messenger_info()
     raw = create(raw_instance, info, None)
     return functools.partial(destroy, raw_instance, raw, None)
 
@@ -75,8 +95,10 @@ def _destroy_instance(raw: Any, destroy_messenger: Callable[[], object] | None) 
 class Instance(VkObject):
     """A VkInstance. Validation is off unless `validation=True` or GPULAB_VK_VALIDATION=1.
 
-    When validation is asked for but the layer is not installed, a warning is logged and the
-    instance is created without it.
+    Validation is the Khronos layer with synchronization validation on (where the layer offers
+    VK_EXT_validation_features) and a debug messenger, which also sees the messages of
+    vkCreateInstance and vkDestroyInstance. When validation is asked for but the layer is not
+    installed, a warning is logged and the instance is created without it.
     """
 
     def __init__(self, app_name: str = "gpulab", validation: bool | None = None) -> None:
@@ -86,8 +108,8 @@ class Instance(VkObject):
         if want_validation:
             if VALIDATION_LAYER in available_layers():
                 layers.append(VALIDATION_LAYER)
-                if DEBUG_UTILS in _available_extensions():
-                    extensions.append(DEBUG_UTILS)
+                offered = _available_extensions() | _available_extensions(VALIDATION_LAYER)
+                extensions.extend(e for e in (DEBUG_UTILS, VALIDATION_FEATURES) if e in offered)
             else:
                 log.warning("%s is not installed; running without validation", VALIDATION_LAYER)
         app_info = vk.VkApplicationInfo(
@@ -97,14 +119,30 @@ class Instance(VkObject):
             engineVersion=make_version(*map(int, __version__.split(".")[:3])),
             apiVersion=API_VERSION,
         )
+        # The chain's structs stay in variables until vkCreateInstance returns.
+        messenger_info = _messenger_info() if DEBUG_UTILS in extensions else None
+        enabled_features = vk.ffi.new(
+            "VkValidationFeatureEnableEXT[1]",
+            [vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT],
+        )
+        features = (
+            vk.VkValidationFeaturesEXT(
+                pNext=messenger_info or vk.ffi.NULL,
+                enabledValidationFeatureCount=1,
+                pEnabledValidationFeatures=enabled_features,
+            )
+            if VALIDATION_FEATURES in extensions
+            else None
+        )
         create_info = vk.VkInstanceCreateInfo(
+            pNext=features or messenger_info or vk.ffi.NULL,
             pApplicationInfo=app_info,
             ppEnabledLayerNames=layers or None,
             ppEnabledExtensionNames=extensions or None,
         )
         raw = vk.vkCreateInstance(create_info, None)
         try:
-            destroy_messenger = _create_messenger(raw) if extensions else None
+            destroy_messenger = _create_messenger(raw) if messenger_info else None
         except BaseException:
             vk.vkDestroyInstance(raw, None)
             raise
