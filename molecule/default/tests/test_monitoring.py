@@ -66,9 +66,7 @@ def test_the_workers_write_gpu_metrics(cluster: Cluster, worker: str) -> None:
     assert re.search(r'^gpulab_gpu_health_ok\{device="0"\} 1$', metrics.content_string, re.M)
 
 
-def test_the_metrics_run_sandboxed_and_still_measure_the_gpu(
-    cluster: Cluster, worker: str
-) -> None:
+def test_the_metrics_run_sandboxed_and_still_measure_the_gpu(cluster: Cluster, worker: str) -> None:
     # gpulab-metrics.service ran as root with every capability: now without any, the system
     # read-only but its textfile, no home, kernel or clock; a run started now still measures.
     node = cluster.node(worker)
