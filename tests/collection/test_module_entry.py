@@ -180,4 +180,5 @@ def test_build_packs_the_roles_and_the_module(tmp_path: Path) -> None:
         "plugins/module_utils/slurm_runner.py",
         "plugins/module_utils/slurm_client.py",
         "meta/runtime.yml",
+        "LICENSE",
     } <= names

@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Callback gpulab.cluster.bytecode: each Python module's zip carries its files' bytecode,
 compiled once on the controller, so that a host's Python does not compile them for every task."""
 

@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Callback gpulab.cluster.preload: loads, once in the controller, the plugins that every task's
 worker would otherwise load anew."""
 

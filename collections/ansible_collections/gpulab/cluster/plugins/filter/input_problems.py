@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Filter gpulab.cluster.input_problems: role values that would break out of the configuration
 line or command they are written into, one sentence each."""
 

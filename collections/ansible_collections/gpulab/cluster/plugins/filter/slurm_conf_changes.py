@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Filter gpulab.cluster.slurm_conf_change: what a change of the Slurm configuration files
 needs from the running daemons (nothing, `scontrol reconfigure`, or restarts), and why."""
 

@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Filter gpulab.cluster.tree_digest: one SHA-256 for every file under some directories, so
 that a role's record of its last converge (gpulab.cluster.converge_record) changes with the
 role's own code."""

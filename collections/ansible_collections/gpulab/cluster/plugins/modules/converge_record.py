@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Ansible module gpulab.cluster.converge_record: whether a role's last converge on this host
 still holds, and the record that says so."""
 
