@@ -1,11 +1,13 @@
 """gpulab.cluster installed the Ansible way, for real: from git (this repository's committed
 state, as `git+file://`) and from the tarball `ansible-galaxy collection build` makes, each into
 a temporary collections path that Ansible then uses alone. And galaxy.yml's dependencies are the
-collections the roles, playbooks and plugins name, which requirements.yml installs."""
+collections the roles, playbooks and plugins name, which requirements.yml installs; and each filter
+has its own documentation."""
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import re
 import subprocess
@@ -219,3 +221,23 @@ def test_the_collection_readme_lists_every_role_plugin_and_playbook() -> None:
     playbooks = {path.stem for path in (COLLECTION / "playbooks").glob("*.yml")}
     assert set(PLAYBOOKS) == playbooks
     assert listed == set(ROLES) | modules | callbacks | _filters() | playbooks
+
+
+def test_each_filter_shows_its_own_documentation(installed: Path) -> None:
+    """A plugin file of several filters has one DOCUMENTATION, which ansible-doc showed for each
+    of them: each filter's documentation names it, describes it alone and gives its examples."""
+    names = sorted(_filters())
+    out = _run(
+        [str(BIN / "ansible-doc"), "--json", "-t", "filter",
+         *(f"gpulab.cluster.{name}" for name in names)],
+        _env(installed), installed,
+    )  # fmt: skip
+    docs = json.loads(out)
+    assert sorted(docs) == [f"gpulab.cluster.{name}" for name in names]
+    for name in names:
+        entry = docs[f"gpulab.cluster.{name}"]
+        assert entry["doc"]["name"] == name
+        assert f"gpulab.cluster.{name}" in entry["examples"], name
+        assert entry["return"]["_value"]["description"], name
+    descriptions = [docs[f"gpulab.cluster.{name}"]["doc"]["short_description"] for name in names]
+    assert len(set(descriptions)) == len(names), descriptions
