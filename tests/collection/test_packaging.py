@@ -1,8 +1,8 @@
 """gpulab.cluster installed the Ansible way, for real: from git (this repository's committed
 state, as `git+file://`) and from the tarball `ansible-galaxy collection build` makes, each into
 a temporary collections path that Ansible then uses alone. And galaxy.yml's dependencies are the
-collections the roles, playbooks and plugins name, which requirements.yml installs; and each filter
-has its own documentation."""
+collections the roles, playbooks and plugins name, which requirements.yml installs; its licence and
+links are what the installed collection says, and each filter has its own documentation."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from ansible.release import __version__ as ANSIBLE_CORE_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
@@ -241,3 +242,42 @@ def test_each_filter_shows_its_own_documentation(installed: Path) -> None:
         assert entry["return"]["_value"]["description"], name
     descriptions = [docs[f"gpulab.cluster.{name}"]["doc"]["short_description"] for name in names]
     assert len(set(descriptions)) == len(names), descriptions
+
+
+# The one form of the project's address in the tree (galaxy.yml's repository, the docs' links).
+PROJECT_URL = "https://github.com/gpulab/gpulab"
+LINKS = ("repository", "documentation", "homepage", "issues")
+
+
+def test_galaxy_yml_names_the_licence_file_and_the_project_links() -> None:
+    galaxy = _galaxy()
+    # galaxy.yml takes license (SPDX names) or license_file, never both.
+    assert galaxy["license_file"] == "LICENSE"
+    assert "license" not in galaxy
+    licence = (COLLECTION / "LICENSE").read_bytes()
+    assert licence == (REPO / "LICENSE").read_bytes()
+    assert licence.startswith(b"MIT License\n")
+    for key in LINKS:
+        assert galaxy[key] == PROJECT_URL or galaxy[key].startswith(f"{PROJECT_URL}/"), key
+
+
+def test_the_installed_collection_carries_the_licence_links_and_version(installed: Path) -> None:
+    tree = installed / "ansible_collections/gpulab/cluster"
+    assert (tree / "LICENSE").read_bytes() == (REPO / "LICENSE").read_bytes()
+    info = json.loads((tree / "MANIFEST.json").read_text())["collection_info"]
+    galaxy = _galaxy()
+    assert info["license_file"] == "LICENSE"
+    assert info["version"] == galaxy["version"]
+    assert {key: info[key] for key in LINKS} == {key: galaxy[key] for key in LINKS}
+
+
+def test_requires_ansible_claims_the_ansible_core_the_suite_runs() -> None:
+    """The collection and its roles claim the ansible-core release these tests (and ansible-test
+    sanity, with its ignore file) run, and none older."""
+    release = ".".join(ANSIBLE_CORE_VERSION.split(".")[:2])
+    runtime = yaml.safe_load((COLLECTION / "meta/runtime.yml").read_text())
+    assert runtime["requires_ansible"] == f">={release}.0"
+    for role in ROLES:
+        meta = yaml.safe_load((COLLECTION / "roles" / role / "meta/main.yml").read_text())
+        assert meta["galaxy_info"]["min_ansible_version"] == release, role
+    assert (COLLECTION / f"tests/sanity/ignore-{release}.txt").is_file()
