@@ -2,11 +2,13 @@
 state, as `git+file://`) and from the tarball `ansible-galaxy collection build` makes, each into
 a temporary collections path that Ansible then uses alone. And galaxy.yml's dependencies are the
 collections the roles, playbooks and plugins name, which requirements.yml installs; its licence and
-links are what the installed collection says, and each filter has its own documentation."""
+links are what the installed collection says, each filter has its own documentation, and its
+version is its latest release, named wherever the tarball is."""
 
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import os
 import re
@@ -19,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 from ansible.release import __version__ as ANSIBLE_CORE_VERSION
+from packaging.version import Version
 
 REPO = Path(__file__).resolve().parents[2]
 COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
@@ -247,6 +250,8 @@ def test_each_filter_shows_its_own_documentation(installed: Path) -> None:
 # The one form of the project's address in the tree (galaxy.yml's repository, the docs' links).
 PROJECT_URL = "https://github.com/gpulab/gpulab"
 LINKS = ("repository", "documentation", "homepage", "issues")
+# A built collection's file name, as READMEs, docs and tests name it.
+TARBALL = re.compile(r"gpulab-cluster-(\d[\w.+-]*?)\.tar\.gz")
 
 
 def test_galaxy_yml_names_the_licence_file_and_the_project_links() -> None:
@@ -281,3 +286,33 @@ def test_requires_ansible_claims_the_ansible_core_the_suite_runs() -> None:
         meta = yaml.safe_load((COLLECTION / "roles" / role / "meta/main.yml").read_text())
         assert meta["galaxy_info"]["min_ansible_version"] == release, role
     assert (COLLECTION / f"tests/sanity/ignore-{release}.txt").is_file()
+
+
+def _releases() -> dict[str, Any]:
+    changes = yaml.safe_load((COLLECTION / "changelogs/changelog.yaml").read_text())
+    releases: dict[str, Any] = changes["releases"]
+    return releases
+
+
+def test_the_version_is_the_latest_release_and_named_everywhere() -> None:
+    version = _galaxy()["version"]
+    assert max(_releases(), key=Version) == version
+    assert f'<a id="v{version.replace(".", "-")}"></a>' in (COLLECTION / "CHANGELOG.md").read_text()
+    tracked = _run(["git", "ls-files", "-z"], dict(os.environ), REPO).split("\0")
+    named: dict[str, set[str]] = {}
+    for name in tracked:
+        path = REPO / name
+        if not name or path.is_symlink() or not path.is_file() or path.stat().st_size > 1 << 20:
+            continue
+        for match in TARBALL.finditer(path.read_text(errors="replace")):
+            named.setdefault(match.group(1), set()).add(name)
+    assert set(named) <= {version}, named
+
+
+def test_releases_with_breaking_changes_move_the_major_version() -> None:
+    releases = _releases()
+    ordered = sorted(releases, key=Version)
+    for previous, version in itertools.pairwise(ordered):
+        changes = releases[version].get("changes", {})
+        if changes.get("breaking_changes") or changes.get("removed_features"):
+            assert Version(version).major > Version(previous).major, version

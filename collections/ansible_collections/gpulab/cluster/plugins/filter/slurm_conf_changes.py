@@ -23,7 +23,7 @@ description:
     node's RealMemory, Weight or Features). C(restart) when a daemon must restart (AuthType,
     SlurmctldHost, ports, plugins, StateSaveLocation, a node's CPU layout or GRES, nodes added or
     removed before Slurm 23.11; gres.conf and cgroup.conf, which slurmd reads only at its start).
-version_added: "1.1.0"
+version_added: "2.0.0"
 author: gpulab contributors (@gpulab)
 options:
   _input:

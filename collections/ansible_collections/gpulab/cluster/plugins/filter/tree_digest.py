@@ -21,7 +21,7 @@ description:
     exist counts as empty. Read once per directory per run of the control machine.
   - Roles put the digest of their own directory and of the collection's plugins into the inputs
     of gpulab.cluster.converge_record, so that a new version of the role runs in full.
-version_added: "1.1.0"
+version_added: "2.0.0"
 author: gpulab contributors (@gpulab)
 options:
   _input:

@@ -31,7 +31,7 @@ description:
   - The records and their folder are root's alone (0600, 0700), and their digests are keyed with a
     secret of the host (HMAC-SHA-256, the folder's C(.key)), so that a record of a file holding a
     secret (slurmdbd.conf) lets nobody check guesses of that secret against it.
-version_added: "1.1.0"
+version_added: "2.0.0"
 author: gpulab contributors (@gpulab)
 options:
   path:
