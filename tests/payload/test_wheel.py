@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import email
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -20,12 +21,18 @@ PROJECT_URL = "https://github.com/gpulab/gpulab"
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # From a copy, its links resolved as the build resolves them: pip builds in the source tree,
+    # and the tree under test keeps no build/ or egg-info of the test's.
+    source = tmp_path_factory.mktemp("source") / "payload"
+    shutil.copytree(
+        REPO / "payload", source, ignore=shutil.ignore_patterns("build", "*.egg-info", "_lib")
+    )
     out = tmp_path_factory.mktemp("wheel")
     # Without the native libraries: they change nothing here and need CMake.
     env = {**os.environ, "GPULAB_NATIVE_BUILD": "0"}
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out),
-         str(REPO / "payload")],
+         str(source)],
         env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
