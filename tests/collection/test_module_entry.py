@@ -165,7 +165,9 @@ def test_build_packs_the_roles_and_the_module(tmp_path: Path) -> None:
     subprocess.run(
         ["bash", "scripts/build-collection.sh"], cwd=REPO, env=env, capture_output=True, check=True
     )
-    with tarfile.open(tmp_path / "gpulab-cluster-1.0.0.tar.gz") as tarball:
+    # Named by galaxy.yml's version: the one build there is.
+    (built,) = tmp_path.glob("gpulab-cluster-*.tar.gz")
+    with tarfile.open(built) as tarball:
         names = set(tarball.getnames())
         for source in (SLURM_CLIENT, NVIDIA_DRIVER):
             packed = tarball.extractfile(f"plugins/module_utils/{source.name}")
@@ -180,4 +182,5 @@ def test_build_packs_the_roles_and_the_module(tmp_path: Path) -> None:
         "plugins/module_utils/slurm_runner.py",
         "plugins/module_utils/slurm_client.py",
         "meta/runtime.yml",
+        "LICENSE",
     } <= names

@@ -1,11 +1,15 @@
 """gpulab.cluster installed the Ansible way, for real: from git (this repository's committed
 state, as `git+file://`) and from the tarball `ansible-galaxy collection build` makes, each into
 a temporary collections path that Ansible then uses alone. And galaxy.yml's dependencies are the
-collections the roles, playbooks and plugins name, which requirements.yml installs."""
+collections the roles, playbooks and plugins name, which requirements.yml installs; its licence and
+links are what the installed collection says, each filter has its own documentation, and its
+version is its latest release, named wherever the tarball is."""
 
 from __future__ import annotations
 
 import importlib
+import itertools
+import json
 import os
 import re
 import subprocess
@@ -16,6 +20,8 @@ from typing import Any
 
 import pytest
 import yaml
+from ansible.release import __version__ as ANSIBLE_CORE_VERSION
+from packaging.version import Version
 
 REPO = Path(__file__).resolve().parents[2]
 COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
@@ -219,3 +225,94 @@ def test_the_collection_readme_lists_every_role_plugin_and_playbook() -> None:
     playbooks = {path.stem for path in (COLLECTION / "playbooks").glob("*.yml")}
     assert set(PLAYBOOKS) == playbooks
     assert listed == set(ROLES) | modules | callbacks | _filters() | playbooks
+
+
+def test_each_filter_shows_its_own_documentation(installed: Path) -> None:
+    """A plugin file of several filters has one DOCUMENTATION, which ansible-doc showed for each
+    of them: each filter's documentation names it, describes it alone and gives its examples."""
+    names = sorted(_filters())
+    out = _run(
+        [str(BIN / "ansible-doc"), "--json", "-t", "filter",
+         *(f"gpulab.cluster.{name}" for name in names)],
+        _env(installed), installed,
+    )  # fmt: skip
+    docs = json.loads(out)
+    assert sorted(docs) == [f"gpulab.cluster.{name}" for name in names]
+    for name in names:
+        entry = docs[f"gpulab.cluster.{name}"]
+        assert entry["doc"]["name"] == name
+        assert f"gpulab.cluster.{name}" in entry["examples"], name
+        assert entry["return"]["_value"]["description"], name
+    descriptions = [docs[f"gpulab.cluster.{name}"]["doc"]["short_description"] for name in names]
+    assert len(set(descriptions)) == len(names), descriptions
+
+
+# The one form of the project's address in the tree (galaxy.yml's repository, the docs' links).
+PROJECT_URL = "https://github.com/gpulab/gpulab"
+LINKS = ("repository", "documentation", "homepage", "issues")
+# A built collection's file name, as READMEs, docs and tests name it.
+TARBALL = re.compile(r"gpulab-cluster-(\d[\w.+-]*?)\.tar\.gz")
+
+
+def test_galaxy_yml_names_the_licence_file_and_the_project_links() -> None:
+    galaxy = _galaxy()
+    # galaxy.yml takes license (SPDX names) or license_file, never both.
+    assert galaxy["license_file"] == "LICENSE"
+    assert "license" not in galaxy
+    licence = (COLLECTION / "LICENSE").read_bytes()
+    assert licence == (REPO / "LICENSE").read_bytes()
+    assert licence.startswith(b"MIT License\n")
+    for key in LINKS:
+        assert galaxy[key] == PROJECT_URL or galaxy[key].startswith(f"{PROJECT_URL}/"), key
+
+
+def test_the_installed_collection_carries_the_licence_links_and_version(installed: Path) -> None:
+    tree = installed / "ansible_collections/gpulab/cluster"
+    assert (tree / "LICENSE").read_bytes() == (REPO / "LICENSE").read_bytes()
+    info = json.loads((tree / "MANIFEST.json").read_text())["collection_info"]
+    galaxy = _galaxy()
+    assert info["license_file"] == "LICENSE"
+    assert info["version"] == galaxy["version"]
+    assert {key: info[key] for key in LINKS} == {key: galaxy[key] for key in LINKS}
+
+
+def test_requires_ansible_claims_the_ansible_core_the_suite_runs() -> None:
+    """The collection and its roles claim the ansible-core release these tests (and ansible-test
+    sanity, with its ignore file) run, and none older."""
+    release = ".".join(ANSIBLE_CORE_VERSION.split(".")[:2])
+    runtime = yaml.safe_load((COLLECTION / "meta/runtime.yml").read_text())
+    assert runtime["requires_ansible"] == f">={release}.0"
+    for role in ROLES:
+        meta = yaml.safe_load((COLLECTION / "roles" / role / "meta/main.yml").read_text())
+        assert meta["galaxy_info"]["min_ansible_version"] == release, role
+    assert (COLLECTION / f"tests/sanity/ignore-{release}.txt").is_file()
+
+
+def _releases() -> dict[str, Any]:
+    changes = yaml.safe_load((COLLECTION / "changelogs/changelog.yaml").read_text())
+    releases: dict[str, Any] = changes["releases"]
+    return releases
+
+
+def test_the_version_is_the_latest_release_and_named_everywhere() -> None:
+    version = _galaxy()["version"]
+    assert max(_releases(), key=Version) == version
+    assert f'<a id="v{version.replace(".", "-")}"></a>' in (COLLECTION / "CHANGELOG.md").read_text()
+    tracked = _run(["git", "ls-files", "-z"], dict(os.environ), REPO).split("\0")
+    named: dict[str, set[str]] = {}
+    for name in tracked:
+        path = REPO / name
+        if not name or path.is_symlink() or not path.is_file() or path.stat().st_size > 1 << 20:
+            continue
+        for match in TARBALL.finditer(path.read_text(errors="replace")):
+            named.setdefault(match.group(1), set()).add(name)
+    assert set(named) <= {version}, named
+
+
+def test_releases_with_breaking_changes_move_the_major_version() -> None:
+    releases = _releases()
+    ordered = sorted(releases, key=Version)
+    for previous, version in itertools.pairwise(ordered):
+        changes = releases[version].get("changes", {})
+        if changes.get("breaking_changes") or changes.get("removed_features"):
+            assert Version(version).major > Version(previous).major, version

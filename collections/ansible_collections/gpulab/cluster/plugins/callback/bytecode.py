@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Callback gpulab.cluster.bytecode: each Python module's zip carries its files' bytecode,
 compiled once on the controller, so that a host's Python does not compile them for every task."""
 
@@ -12,6 +12,7 @@ DOCUMENTATION = """
 name: bytecode
 type: aggregate
 short_description: send Python modules with their bytecode, compiled once on the controller
+version_added: "2.0.0"
 description:
   - Ansible sends a Python module to a host in one zip with the module_utils it imports
     (AnsiballZ), and the host's Python imports them from that zip. Python cannot keep bytecode

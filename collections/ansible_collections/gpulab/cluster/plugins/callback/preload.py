@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Callback gpulab.cluster.preload: loads, once in the controller, the plugins that every task's
 worker would otherwise load anew."""
 
@@ -12,6 +12,7 @@ DOCUMENTATION = """
 name: preload
 type: aggregate
 short_description: load the connection, shell, become and lookup plugins once per run
+version_added: "2.0.0"
 description:
   - Ansible runs each task on each host in a worker process forked from the controller. A
     worker that loads a plugin the controller has not loaded reads the plugin's code and its

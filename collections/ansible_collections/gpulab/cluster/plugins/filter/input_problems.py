@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Filter gpulab.cluster.input_problems: role values that would break out of the configuration
 line or command they are written into, one sentence each."""
 
@@ -30,7 +30,7 @@ description:
     name or address; C(gecos) one line without C(:) (an /etc/passwd field); C(text) any text on
     one line without C(\") C(\\) C($) or a backquote (inside a double-quoted shell or systemd
     value)."
-version_added: "1.1.0"
+version_added: "2.0.0"
 author: gpulab contributors (@gpulab)
 options:
   _input:

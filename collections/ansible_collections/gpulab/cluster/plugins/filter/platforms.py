@@ -1,55 +1,15 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Filters gpulab.cluster.platform_refusal and platform_vars_files: the distributions the
-roles support, written once for every role."""
+roles support, written once for every role.
+
+Each filter's documentation is a file of its own beside this one (platform_refusal.yml,
+platform_vars_files.yml): ansible-doc reads those only when this file has no DOCUMENTATION.
+"""
 
 from __future__ import annotations
 
 from typing import Any
-
-DOCUMENTATION = r"""
----
-name: platform_refusal
-short_description: Why a host's distribution is refused, or '' when the roles support it
-description:
-  - Supported are Debian 12 and 13, Raspberry Pi OS 12 (bookworm; Ansible reads the 64-bit image as
-    Debian, older images as Raspbian), Ubuntu 22.04 (also NVIDIA's L4T r36 of JetPack 6) and Ubuntu
-    24.04.
-  - The companion filter platform_vars_files gives the role variable files to try, most specific
-    first, for include_vars with the first_found lookup.
-version_added: "1.0.0"
-author: gpulab contributors (@gpulab)
-options:
-  _input:
-    description:
-      - The host's ansible_facts (distribution, distribution_version, distribution_major_version,
-        os_family).
-    type: dict
-    required: true
-  host:
-    description: The host's inventory name, for the message.
-    type: str
-    required: true
-"""
-
-EXAMPLES = r"""
-- name: Check the distribution
-  ansible.builtin.assert:
-    that: ansible_facts | gpulab.cluster.platform_refusal(inventory_hostname) == ''
-    fail_msg: "{{ ansible_facts | gpulab.cluster.platform_refusal(inventory_hostname) }}"
-
-- name: Load the distribution's variables
-  ansible.builtin.include_vars:
-    file: "{{ lookup('ansible.builtin.first_found', _files, paths=['vars']) }}"
-  vars:
-    _files: "{{ ansible_facts | gpulab.cluster.platform_vars_files }}"
-"""
-
-RETURN = r"""
-_value:
-  description: One line naming the host, its distribution and the supported ones; '' when supported.
-  type: str
-"""
 
 # Distribution (as Ansible names it) -> the releases supported and how they are shown.
 # Debian-like releases compare by major version, Ubuntu by its YY.MM version.

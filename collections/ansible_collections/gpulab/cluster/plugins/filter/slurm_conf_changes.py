@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Filter gpulab.cluster.slurm_conf_change: what a change of the Slurm configuration files
 needs from the running daemons (nothing, `scontrol reconfigure`, or restarts), and why."""
 
@@ -23,7 +23,7 @@ description:
     node's RealMemory, Weight or Features). C(restart) when a daemon must restart (AuthType,
     SlurmctldHost, ports, plugins, StateSaveLocation, a node's CPU layout or GRES, nodes added or
     removed before Slurm 23.11; gres.conf and cgroup.conf, which slurmd reads only at its start).
-version_added: "1.1.0"
+version_added: "2.0.0"
 author: gpulab contributors (@gpulab)
 options:
   _input:

@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Filter gpulab.cluster.slurm_gpus: the number of GPUs in a Slurm GRES string."""
 
 from __future__ import annotations

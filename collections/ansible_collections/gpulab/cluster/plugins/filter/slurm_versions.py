@@ -1,71 +1,16 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Filters gpulab.cluster.slurm_release and slurm_version_refusals: which Slurm versions may
-meet in one cluster, and which upgrades a host may make, by SchedMD's compatibility window."""
+meet in one cluster, and which upgrades a host may make, by SchedMD's compatibility window.
+
+Each filter's documentation is a file of its own beside this one (slurm_release.yml,
+slurm_version_refusals.yml): ansible-doc reads those only when this file has no DOCUMENTATION.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Any
-
-DOCUMENTATION = r"""
----
-name: slurm_version_refusals
-short_description: The hosts whose Slurm cannot work with the controller's, one line each
-description:
-  - Slurm's major releases are named YY.MM. slurmd and the client commands must not be newer than
-    slurmctld, and may be older by at most two major releases, or three when the controller runs
-    24.11 or later (SchedMD's upgrade guide, "Compatibility Window").
-  - With I(installed), each host's upgrade too - from the Slurm it has to the one it would
-    install - is held to the same window, since the new daemons read the state files and the
-    accounting database of at most two older major releases (three from 24.11), so Debian 12's
-    22.05 cannot go straight to Debian 13's 24.11. A downgrade is refused, as no Slurm reads a
-    newer one's state.
-  - The companion filter slurm_release turns a package version (22.05.8-4+deb12u3,
-    1:21.08.5-2ubuntu1) into its major release (22.05), or '' when it holds none.
-version_added: "1.0.0"
-author: gpulab contributors (@gpulab)
-options:
-  _input:
-    description: Each host's Slurm package version (installed, or apt's candidate); '' for none.
-    type: dict
-    required: true
-  controller:
-    description: The host that runs slurmctld; its version is the one every other host is held to.
-    type: str
-    required: true
-  installed:
-    description: Each host's installed Slurm package version, '' or absent where none is installed;
-      hosts whose release would change are checked as upgrades.
-    type: dict
-    default: {}
-"""
-
-EXAMPLES = r"""
-- name: Check that every host's Slurm works with the controller's
-  ansible.builtin.assert:
-    that: versions | gpulab.cluster.slurm_version_refusals('controller1') | length == 0
-    fail_msg: "{{ versions | gpulab.cluster.slurm_version_refusals('controller1') | join('; ') }}"
-  vars:
-    versions: {controller1: 22.05.8-4+deb12u3, worker1: 24.11.5-1}
-
-- name: Refuse an upgrade that skips releases (22.05 -> 24.11 skips 23.02, 23.11, 24.05)
-  ansible.builtin.assert:
-    that: refusals | length == 0
-    fail_msg: "{{ refusals | join('; ') }}"
-  vars:
-    refusals: "{{ versions | gpulab.cluster.slurm_version_refusals('controller1', installed) }}"
-    versions: {controller1: 24.11.5-4+deb13u1}
-    installed: {controller1: 22.05.8-4+deb12u3}
-"""
-
-RETURN = r"""
-_value:
-  description: One line per refused host naming it, its version and the controller's (or, for an
-    upgrade, the versions from and to); [] if none.
-  type: list
-  elements: str
-"""
 
 # Every major release since 17.02, oldest first: the cadence was irregular until 24.05.
 RELEASES = (

@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Filter gpulab.cluster.tree_digest: one SHA-256 for every file under some directories, so
 that a role's record of its last converge (gpulab.cluster.converge_record) changes with the
 role's own code."""
@@ -21,7 +21,7 @@ description:
     exist counts as empty. Read once per directory per run of the control machine.
   - Roles put the digest of their own directory and of the collection's plugins into the inputs
     of gpulab.cluster.converge_record, so that a new version of the role runs in full.
-version_added: "1.1.0"
+version_added: "2.0.0"
 author: gpulab contributors (@gpulab)
 options:
   _input:

@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Filter gpulab.cluster.validation_summary: one worker's validation job, judged."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """What NVIDIA's kernel driver says about each GPU: /proc/driver/nvidia/gpus/<pci>/information.
 
 The one reader of that file in gpulab: this file, the collection's module_utils, serves

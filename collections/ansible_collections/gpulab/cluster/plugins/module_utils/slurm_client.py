@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Slurm's client commands as argument lists, and what their output says about jobs and GRES.
 
 The one Slurm client of gpulab: this file, the collection's module_utils/slurm_client.py, is

@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """The one way gpulab modules run Slurm commands: argument lists, never shell strings.
 
 Modules take a runner as a parameter, so unit tests give them a fake one that records

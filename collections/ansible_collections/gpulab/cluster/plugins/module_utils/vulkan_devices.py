@@ -1,5 +1,5 @@
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Reading Vulkan devices from vulkaninfo and matching them to the device files jobs need."""
 
 from __future__ import annotations

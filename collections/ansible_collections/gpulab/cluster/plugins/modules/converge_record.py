@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Ansible module gpulab.cluster.converge_record: whether a role's last converge on this host
 still holds, and the record that says so."""
 
@@ -31,7 +31,7 @@ description:
   - The records and their folder are root's alone (0600, 0700), and their digests are keyed with a
     secret of the host (HMAC-SHA-256, the folder's C(.key)), so that a record of a file holding a
     secret (slurmdbd.conf) lets nobody check guesses of that secret against it.
-version_added: "1.1.0"
+version_added: "2.0.0"
 author: gpulab contributors (@gpulab)
 options:
   path:
@@ -145,18 +145,22 @@ KEY_FILE = ".key"
 KEY_BYTES = 32
 
 
-def record_key(directory: str, create: bool) -> bytes | None:
-    """This host's key for the records in `directory`; made when `create` and missing."""
-    path = os.path.join(directory, KEY_FILE)
+def record_key(directory: str) -> bytes | None:
+    """This host's key for the records in `directory`, or None where there is none yet."""
     try:
-        with open(path, "rb") as handle:
+        with open(os.path.join(directory, KEY_FILE), "rb") as handle:
             key = handle.read()
-        if len(key) == KEY_BYTES:
-            return key
     except FileNotFoundError:
-        pass
-    if not create:
         return None
+    return key if len(key) == KEY_BYTES else None
+
+
+def made_record_key(directory: str) -> bytes:
+    """This host's key for the records in `directory`, made when there is none."""
+    existing = record_key(directory)
+    if existing is not None:
+        return existing
+    path = os.path.join(directory, KEY_FILE)
     key = secrets.token_bytes(KEY_BYTES)
     descriptor = os.open(f"{path}.new", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "wb") as handle:
@@ -282,7 +286,7 @@ def read_record(path: str) -> dict[str, Any] | None:
 def check(module: AnsibleModule) -> None:
     params = module.params
     recorded = read_record(params["path"])
-    key = record_key(os.path.dirname(params["path"]), create=False)
+    key = record_key(os.path.dirname(params["path"]))
     if recorded is None or key is None:
         module.exit_json(changed=False, holds=False, reason="no record of a converge")
     reason = first_difference(recorded, host_state(params, key))
@@ -303,7 +307,7 @@ def _private(path: str, mode: int) -> bool:
 def record(module: AnsibleModule) -> None:
     path = module.params["path"]
     directory = os.path.dirname(path)
-    key = record_key(directory, create=False)
+    key = record_key(directory)
     text = (
         json.dumps(host_state(module.params, key), indent=1, sort_keys=True) + "\n" if key else ""
     )
@@ -315,9 +319,8 @@ def record(module: AnsibleModule) -> None:
     unchanged = unchanged and _private(directory, 0o700) and _private(path, 0o600)
     if not unchanged and not module.check_mode:
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        os.chmod(directory, 0o700)  # records before 1.1 lay in a 0755 folder, each 0644
-        key = record_key(directory, create=True)
-        assert key is not None
+        os.chmod(directory, 0o700)  # records before 2.0.0 lay in a 0755 folder, each 0644
+        key = made_record_key(directory)
         text = json.dumps(host_state(module.params, key), indent=1, sort_keys=True) + "\n"
         partial = f"{path}.new"
         descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

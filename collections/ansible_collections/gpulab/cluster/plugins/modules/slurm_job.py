@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Ansible module gpulab.cluster.slurm_job: submit, wait for or cancel a Slurm job."""
 
 # Ansible modules import after DOCUMENTATION, EXAMPLES and RETURN.

@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # Copyright: gpulab contributors
-# MIT License (see galaxy.yml)
+# MIT License (see LICENSE)
 """Ansible module gpulab.cluster.vulkan_info: the host's Vulkan devices as facts."""
 
 # Ansible modules import after DOCUMENTATION, EXAMPLES and RETURN.
