@@ -20,6 +20,8 @@ APT_PACKAGES=(
   qemu-user-static binfmt-support
   # a userspace NFS client, for checks over the NFS protocol
   libnfs-utils
+  # the shells whose completion scripts the tests run (gpulab completion zsh|fish)
+  zsh fish
   # the venv's interpreter (below)
   python3 python3-venv
 )

@@ -207,6 +207,28 @@ def test_the_installed_module_runs_with_its_module_utils(installed: Path) -> Non
     assert '"msg": "22.05"' in out
 
 
+def test_the_facts_modules_first_name_runs_it_where_installed(installed: Path) -> None:
+    """gpulab.cluster.vulkan_info, redirected by the installed meta/runtime.yml to
+    vulkan_facts, on a recorded vulkaninfo (lavapipe's)."""
+    fixtures = REPO / "tests/collection/fixtures"
+    vulkaninfo = installed / "vulkaninfo"
+    vulkaninfo.write_text(
+        f'#!/bin/sh\nif [ "$1" = --summary ]; then cat {fixtures}/vulkaninfo-summary-lavapipe.txt;'
+        f" else cat {fixtures}/vulkaninfo-lavapipe.txt; fi\n"
+    )
+    vulkaninfo.chmod(0o755)
+    out = _run(
+        [str(BIN / "ansible"), "localhost", "-o", "-m", "gpulab.cluster.vulkan_info",
+         "-e", f"ansible_python_interpreter={sys.executable}",
+         "-a", f"vulkaninfo={vulkaninfo} dev_dir={installed}"],
+        _env(installed), installed,
+    )  # fmt: skip
+    result = json.loads(out.partition(" => ")[2])
+    assert result["changed"] is False
+    [device] = result["ansible_facts"]["gpulab_vulkan_devices"]
+    assert device["driver"] == "llvmpipe"
+
+
 def _filters() -> set[str]:
     names: set[str] = set()
     for path in (COLLECTION / "plugins/filter").glob("*.py"):
@@ -218,13 +240,16 @@ def _filters() -> set[str]:
 
 
 def test_the_collection_readme_lists_every_role_plugin_and_playbook() -> None:
+    """... and every name meta/runtime.yml routes to another (a module's first name)."""
     readme = (COLLECTION / "README.md").read_text()
     listed = set(re.findall(r"`gpulab\.cluster\.([a-z_]+)`", readme))
     modules = {path.stem for path in (COLLECTION / "plugins/modules").glob("*.py")}
     callbacks = {path.stem for path in (COLLECTION / "plugins/callback").glob("*.py")}
     playbooks = {path.stem for path in (COLLECTION / "playbooks").glob("*.yml")}
+    routing = yaml.safe_load((COLLECTION / "meta/runtime.yml").read_text())["plugin_routing"]
+    routed = {name for names in routing.values() for name in names}
     assert set(PLAYBOOKS) == playbooks
-    assert listed == set(ROLES) | modules | callbacks | _filters() | playbooks
+    assert listed == set(ROLES) | modules | callbacks | _filters() | playbooks | routed
 
 
 def test_each_filter_shows_its_own_documentation(installed: Path) -> None:

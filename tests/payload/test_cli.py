@@ -14,6 +14,13 @@ import pytest
 # The installed console script; `python -m gpulab` where the package is only on the path.
 SCRIPT = Path(sys.executable).with_name("gpulab")
 GPULAB = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gpulab"]
+PYTHONPATH = os.pathsep.join(
+    str(Path(entry).resolve())
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if entry
+)
+"""The environment's PYTHONPATH made absolute: where the gpulab under test is only on the path,
+GPULAB runs it from any directory with this."""
 CONTRACT_DEVICES = (
     "index, name, type, driver, api_version, subgroup_size, max_workgroup_invocations, "
     "device_local_bytes"

@@ -1,5 +1,7 @@
 """`gpulab completion bash`: a script bash accepts, and what real bash completes with it
-(COMP_WORDS set as readline would, the completion function registered by `complete`)."""
+(COMP_WORDS set as readline would, the completion function registered by `complete`); and
+`gpulab completion` of a shell it does not know. zsh and fish: test_completion_zsh.py and
+test_completion_fish.py."""
 
 from __future__ import annotations
 
@@ -11,11 +13,11 @@ import pytest
 
 from tests.payload.test_cli import gpulab
 
-pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
-
 
 @pytest.fixture(scope="module")
 def script(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if shutil.which("bash") is None:
+        pytest.skip("no bash")
     done = gpulab("completion", "bash")
     assert done.returncode == 0, done.stderr
     path = tmp_path_factory.mktemp("completion") / "gpulab.bash"
@@ -62,7 +64,7 @@ def test_every_subcommand_is_offered(script: Path) -> None:
 def test_options_and_their_choices(script: Path) -> None:
     assert complete(script, "submit", "GRAPH.json", "--ho") == ["--host"]
     assert complete(script, "run", "--backend", "") == ["auto", "cpu", "native", "vulkan"]
-    assert complete(script, "completion", "") == ["bash"]
+    assert complete(script, "completion", "") == ["bash", "zsh", "fish"]
 
 
 def test_an_option_of_several_values_keeps_offering_them(script: Path) -> None:
@@ -75,6 +77,26 @@ def test_a_graph_completes_as_a_file_name(script: Path, tmp_path: Path) -> None:
     (tmp_path / "sum.json").write_text("{}")
     assert complete(script, "run", "--backend", "cpu", "sa", cwd=tmp_path) == ["saxpy.json"]
     assert sorted(complete(script, "validate", "s", cwd=tmp_path)) == ["saxpy.json", "sum.json"]
+
+
+def test_an_unknown_shell_is_one_line_and_exit_2() -> None:
+    done = gpulab("completion", "tcsh")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "gpulab completion: unknown shell 'tcsh': choose bash, zsh, fish\n"
+
+
+@pytest.mark.parametrize(
+    ("shell", "first_line"),
+    [
+        ("bash", "# bash completion for gpulab, written by `gpulab completion bash`."),
+        ("zsh", "#compdef gpulab"),
+        ("fish", "# fish completion for gpulab, written by `gpulab completion fish`."),
+    ],
+)
+def test_each_shell_gets_its_own_script(shell: str, first_line: str) -> None:
+    done = gpulab("completion", shell)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines()[0] == first_line
 
 
 BASH_COMPLETION = Path("/usr/share/bash-completion/bash_completion")

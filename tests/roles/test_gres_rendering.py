@@ -1,5 +1,5 @@
 """gres.conf, nodes.conf and plugins.conf as the slurm role renders them from real
-gpulab.cluster.vulkan_info runs: a 2-GPU H200 node whose GPUs are also offered as 4 shards
+gpulab.cluster.vulkan_facts runs: a 2-GPU H200 node whose GPUs are also offered as 4 shards
 each (slurm_gpu_shards), a JetPack 6 Orin and a lavapipe node.
 
 One ansible-playbook run on local hosts (no podman): on each worker the module runs against a
@@ -88,7 +88,7 @@ READ_DEVICES: list[dict[str, Any]] = [
     {
         "name": "Read the Vulkan devices",
         "when": "inventory_hostname in groups.workers",
-        "gpulab.cluster.vulkan_info": {
+        "gpulab.cluster.vulkan_facts": {
             "vulkaninfo": "{{ test_vulkaninfo }}",
             "dev_dir": "{{ test_dev_dir }}",
             "tegra_release": "{{ test_tegra_release }}",

@@ -1,7 +1,7 @@
 """The GPU health check as the slurm role renders it: slurm.conf's keys and the program per worker.
 
 Like test_gres_rendering (whose recorded workers and runner it reuses): one ansible-playbook
-run on local hosts, gpulab.cluster.vulkan_info on recorded vulkaninfo outputs, the role's
+run on local hosts, gpulab.cluster.vulkan_facts on recorded vulkaninfo outputs, the role's
 facts.yml and its templates. Workers: a 2-GPU H200 node and a lavapipe node with the check, a
 lavapipe node with `slurm_health_check: false`, and a lavapipe node whose gpulab hangs (a
 stand-in that sleeps) with `slurm_health_check_timeout: 1`. The rendered programs then run here

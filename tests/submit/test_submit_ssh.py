@@ -1,9 +1,11 @@
 """SSH to servers on 127.0.0.1 that misbehave like real ones: a port that speaks HTTP, sshd
 dropping connections under load (MaxStartups), then a real SSH server (paramiko's), reached
-directly, by an alias of an SSH config file, through a ProxyCommand and through a jump host."""
+directly, by an alias of an SSH config file, through a ProxyCommand and through a jump host,
+and showing a host key signed by an SSH certificate authority that known_hosts trusts."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import struct
@@ -399,3 +401,234 @@ def test_proxyjump_runs_through_the_jump_host_with_the_system_ssh(
         done = transport.run(["sbatch", "--parsable"])
     assert done.stdout == "sbatch --parsable\n"
     assert jumps == [("127.0.0.1", controller.port)]
+
+
+# Host certificates: known_hosts trusts a CA for the host (@cert-authority), the server shows
+# its host key signed by that CA (ssh-keygen -s CA -h), as sshd does with HostCertificate.
+
+needs_keygen = pytest.mark.skipif(
+    shutil.which("ssh-keygen") is None, reason="OpenSSH's ssh-keygen is missing"
+)
+
+
+class _CertifiedHostKey(paramiko.Ed25519Key):
+    """A host key that shows its certificate: paramiko's server sends a key's plain bytes
+    whatever type was agreed, sshd sends the certificate for a certificate type."""
+
+    def asbytes(self) -> bytes:
+        assert self.public_blob is not None
+        return bytes(self.public_blob.key_blob)
+
+
+@dataclass(frozen=True)
+class Authority:
+    """A CA, another CA, and a host key, made by ssh-keygen; certificates signed on demand."""
+
+    folder: Path
+    client: paramiko.PKey
+
+    @property
+    def host_key(self) -> Path:
+        return self.folder / "host_key"
+
+    def public(self, name: str) -> str:
+        """The `TYPE BASE64` of a public key file."""
+        return " ".join((self.folder / f"{name}.pub").read_text().split()[:2])
+
+    def sign(self, name: str, *flags: str, ca: str = "ca") -> Path:
+        """The host key signed by ca (ssh-keygen -s ca -I name FLAGS): its -cert.pub file."""
+        shutil.copy(self.folder / "host_key.pub", self.folder / f"{name}.pub")
+        keygen = ["ssh-keygen", "-q", "-s", str(self.folder / ca), "-I", name, *flags]
+        subprocess.run([*keygen, str(self.folder / f"{name}.pub")], check=True)
+        return self.folder / f"{name}-cert.pub"
+
+    def known_hosts(self, *lines: str) -> Path:
+        path = self.folder / "known_hosts"
+        path.write_text("".join(f"{line}\n" for line in lines))
+        return path
+
+    def trusting(self, ca: str = "ca", patterns: str = "[127.0.0.1]:*") -> str:
+        return f"@cert-authority {patterns} {self.public(ca)} lab-ca"
+
+
+@pytest.fixture(scope="module")
+def authority(keys: Keys, tmp_path_factory: pytest.TempPathFactory) -> Authority:
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("OpenSSH's ssh-keygen is missing")
+    folder = tmp_path_factory.mktemp("ca")
+    for name in ("ca", "other_ca", "host_key"):
+        keygen = ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name]
+        subprocess.run([*keygen, "-f", str(folder / name)], check=True)
+    return Authority(folder, keys.client)
+
+
+def certified_server(authority: Authority, certificate: Path | None) -> Behaviour:
+    """A real SSH server (paramiko's) with the host key, and its certificate if given: both
+    offered, as sshd with HostKey and HostCertificate."""
+
+    def behaviour(conn: socket.socket) -> None:
+        transport = paramiko.Transport(conn)
+        transport.add_server_key(paramiko.Ed25519Key(filename=str(authority.host_key)))
+        if certificate is not None:
+            key = _CertifiedHostKey(filename=str(authority.host_key))
+            key.load_certificate(str(certificate))
+            assert key.public_blob is not None
+            transport.server_key_dict[key.public_blob.key_type] = key
+        # A client that refuses the host key drops the connection in the handshake.
+        with contextlib.suppress(paramiko.SSHException, EOFError, OSError):
+            transport.start_server(server=_EchoServer(authority.client))
+
+    return behaviour
+
+
+def _certified_target(server: Server, keys: Keys, known_hosts: Path) -> SshTarget:
+    return SshTarget(
+        "127.0.0.1",
+        "gpulab",
+        server.port,
+        str(keys.identity),
+        str(known_hosts),
+        timeout_s=10,
+        connect_attempts=1,
+    )
+
+
+def test_a_host_known_by_its_ca_connects_with_its_certificate(
+    serve: Callable[..., Server], keys: Keys, authority: Authority
+) -> None:
+    certificate = authority.sign("controller", "-h", "-n", "127.0.0.1", "-V", "-5m:+1h")
+    server = serve(certified_server(authority, certificate))
+    known_hosts = authority.known_hosts(authority.trusting())
+    with SshTransport(_certified_target(server, keys, known_hosts)) as transport:
+        done = transport.run(["sinfo"])
+    assert (done.returncode, done.stdout) == (0, "sinfo\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "flags", "ca", "reason"),
+    [
+        (
+            "expired",
+            ("-h", "-n", "127.0.0.1", "-V", "20200101:20200102"),
+            "ca",
+            "'expired' expired at 2020-01-0",
+        ),
+        (
+            "early",
+            ("-h", "-n", "127.0.0.1", "-V", "+1d:+2d"),
+            "ca",
+            "'early' is not valid before ",
+        ),
+        (
+            "elsewhere",
+            ("-h", "-n", "node7,lab-login"),
+            "ca",
+            "'elsewhere' names node7, lab-login, not 127.0.0.1; sign the host key again "
+            "(ssh-keygen -s CA -I ID -h -n 127.0.0.1 HOST_KEY.pub)",
+        ),
+        ("user", ("-n", "127.0.0.1"), "ca", "'user' is a user certificate, not a host"),
+        (
+            "optioned",
+            ("-h", "-n", "127.0.0.1", "-O", "force-command=/bin/true"),
+            "ca",
+            "'optioned' has critical options a host certificate may not have: force-command",
+        ),
+        (
+            "foreign",
+            ("-h", "-n", "127.0.0.1"),
+            "other_ca",
+            "'foreign' is signed by a CA that known_hosts does not list for 127.0.0.1",
+        ),
+    ],
+)
+def test_a_certificate_that_does_not_vouch_for_the_host_is_refused_in_one_line(
+    serve: Callable[..., Server],
+    keys: Keys,
+    authority: Authority,
+    name: str,
+    flags: tuple[str, ...],
+    ca: str,
+    reason: str,
+) -> None:
+    server = serve(certified_server(authority, authority.sign(name, *flags, ca=ca)))
+    known_hosts = authority.known_hosts(authority.trusting())
+    with pytest.raises(Unreachable) as failure:
+        SshTransport(_certified_target(server, keys, known_hosts))
+    message = str(failure.value)
+    assert message.startswith(f"gpulab@127.0.0.1:{server.port}: host certificate refused: ")
+    assert reason in message
+    assert "\n" not in message
+
+
+def test_a_revoked_ca_is_refused(
+    serve: Callable[..., Server], keys: Keys, authority: Authority
+) -> None:
+    certificate = authority.sign("revoked", "-h", "-n", "127.0.0.1")
+    server = serve(certified_server(authority, certificate))
+    revoked = f"@revoked * {authority.public('ca')}"
+    known_hosts = authority.known_hosts(authority.trusting(), revoked)
+    with pytest.raises(Unreachable, match="'revoked' or its CA is marked @revoked"):
+        SshTransport(_certified_target(server, keys, known_hosts))
+
+
+def test_a_ca_for_other_hosts_leaves_the_host_unknown(
+    serve: Callable[..., Server], keys: Keys, authority: Authority
+) -> None:
+    certificate = authority.sign("other", "-h", "-n", "127.0.0.1")
+    server = serve(certified_server(authority, certificate))
+    known_hosts = authority.known_hosts(authority.trusting(patterns="*.lab,!127.0.0.1"))
+    with pytest.raises(Unreachable, match=r"host key not in .*known_hosts; check the key"):
+        SshTransport(_certified_target(server, keys, known_hosts))
+
+
+def test_a_plain_key_beside_marker_lines_connects_as_before(
+    serve: Callable[..., Server], keys: Keys, authority: Authority
+) -> None:
+    """paramiko's own reader stops at a marker line (InvalidHostKey): gpulab reads past it."""
+    server = serve(ssh_server(keys))
+    known_hosts = authority.known_hosts(
+        authority.trusting(patterns="*.lab"),
+        f"@revoked * {authority.public('other_ca')}",
+        f"[127.0.0.1]:{server.port} ssh-rsa {keys.host.get_base64()}",
+    )
+    with SshTransport(_certified_target(server, keys, known_hosts)) as transport:
+        done = transport.run(["squeue"])
+    assert done.stdout == "squeue\n"
+
+
+def _submit(server: Server, keys: Keys, known_hosts: Path) -> subprocess.CompletedProcess[str]:
+    """`gpulab submit --host` in a process of its own, as a user runs it."""
+    argv = [sys.executable, "-m", "gpulab", "submit", GRAPH, "--host", "gpulab@127.0.0.1"]
+    flags = ["--port", str(server.port), "--known-hosts", str(known_hosts)]
+    flags += ["--identity", str(keys.identity)]
+    return subprocess.run([*argv, *flags], capture_output=True, text=True, check=False)
+
+
+def test_the_cli_refuses_an_expired_certificate_with_exit_3_and_one_line(
+    serve: Callable[..., Server], keys: Keys, authority: Authority
+) -> None:
+    certificate = authority.sign("stale", "-h", "-n", "127.0.0.1", "-V", "20200101:20200102")
+    server = serve(certified_server(authority, certificate))
+    done = _submit(server, keys, authority.known_hosts(authority.trusting()))
+    assert done.returncode == 3
+    assert done.stderr.startswith(
+        f"gpulab: gpulab@127.0.0.1:{server.port}: host certificate refused: 'stale' expired at "
+    )
+    assert done.stderr.count("\n") == 1
+
+
+def test_the_cli_refuses_a_plain_key_where_only_its_ca_is_known(
+    serve: Callable[..., Server], keys: Keys, authority: Authority
+) -> None:
+    """A server that shows no certificate (sshd without HostCertificate): one line, exit 3,
+    naming the reason and both remedies."""
+    server = serve(certified_server(authority, None))
+    known_hosts = authority.known_hosts(authority.trusting())
+    done = _submit(server, keys, known_hosts)
+    assert done.returncode == 3
+    assert done.stderr == (
+        f"gpulab: gpulab@127.0.0.1:{server.port}: it showed a plain ssh-ed25519 host key, no "
+        f"certificate, and {known_hosts}:1 trusts it only by a certificate of its CA "
+        "(@cert-authority); give its sshd a HostCertificate, or check its key and add it to "
+        f"known_hosts (ssh-keyscan -p {server.port} 127.0.0.1)\n"
+    )

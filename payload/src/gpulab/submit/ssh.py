@@ -8,7 +8,6 @@ stdout one end of a socket pair that paramiko speaks SSH over.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
 import shlex
@@ -245,21 +244,14 @@ def _connect(target: SshTarget) -> paramiko.SSHClient:
 
 
 def _connect_once(lib: Any, target: SshTarget) -> paramiko.SSHClient:
+    from gpulab.submit import ssh_trust  # noqa: PLC0415 - it needs paramiko, imported above
+
     client: paramiko.SSHClient = lib.SSHClient()
-    if target.known_hosts is not None:
-        try:
-            client.load_host_keys(target.known_hosts)
-        except OSError as exc:
-            client.close()
-            raise ValueError(f"--known-hosts {target.known_hosts}: {exc.strerror or exc}") from None
-    elif target.host_key_files:
-        for path in target.host_key_files:
-            with contextlib.suppress(OSError):  # unreadable: as ssh, try the others
-                client.get_host_keys().load(path)
-    else:
-        client.load_system_host_keys()
-    # An unknown host is refused, never trusted on first use.
-    client.set_missing_host_key_policy(lib.RejectPolicy())
+    try:
+        factory = ssh_trust.trust(client, target)
+    except OSError as exc:
+        client.close()
+        raise ValueError(f"--known-hosts {target.known_hosts}: {exc.strerror or exc}") from None
     known = " or ".join(target.known_hosts_files)
     try:
         pkey = _identity(lib, target.identity) if target.identity else None
@@ -290,7 +282,11 @@ def _connect_once(lib: Any, target: SshTarget) -> paramiko.SSHClient:
             banner_timeout=target.timeout_s,
             auth_timeout=target.timeout_s,
             sock=sock,
+            transport_factory=factory,
         )
+    except Unreachable:  # the host's certificate refused
+        client.close()
+        raise
     except lib.BadHostKeyException:
         client.close()
         raise Unreachable(

@@ -3,7 +3,7 @@
 """What NVIDIA's kernel driver says about each GPU: /proc/driver/nvidia/gpus/<pci>/information.
 
 The one reader of that file in gpulab: this file, the collection's module_utils, serves
-vulkan_info (which pairs each GPU with its /dev/nvidiaN) and is also the payload's
+vulkan_facts (which pairs each GPU with its /dev/nvidiaN) and is also the payload's
 gpulab.backends.nvidia_driver (a link here, resolved when the wheel is built), which
 gpulab.backends.gpu_files uses to match a job's /dev/nvidiaN to its Vulkan device. So it uses the
 standard library only. The GPU UUID there is the Vulkan deviceUUID of the same GPU.

@@ -1,14 +1,18 @@
-"""gpulab.cluster.vulkan_info: the commands it runs, how it reads vulkaninfo, the device files
-and features it gives each device, and absence."""
+"""gpulab.cluster.vulkan_facts: the commands it runs, how it reads vulkaninfo, the device files
+and features it gives each device, and absence; that it is a facts module as Ansible names
+them, and that its first name, gpulab.cluster.vulkan_info, still runs it (meta/runtime.yml)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_runner import (
     CommandResult,
@@ -18,12 +22,14 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.vulkan_devices impo
     api_version,
     gres_type,
 )
-from ansible_collections.gpulab.cluster.plugins.modules import vulkan_info
-from ansible_collections.gpulab.cluster.plugins.modules.vulkan_info import (
+from ansible_collections.gpulab.cluster.plugins.modules import vulkan_facts
+from ansible_collections.gpulab.cluster.plugins.modules.vulkan_facts import (
     ARGUMENT_SPEC,
     device_nodes,
     probe,
 )
+
+from tests.roles.playbook import run_playbook
 
 from .fakes import FakeRunner
 
@@ -370,7 +376,7 @@ def test_main_runs_in_check_mode_and_reads_the_tegra_mark(
     release.write_text("# R36 (release), REVISION: 4.3\n")
     args = {"_ansible_check_mode": True, "tegra_release": str(release), "dev_dir": str(tmp_path)}
     with patch_module_args(args), pytest.raises(SystemExit):
-        vulkan_info.main()
+        vulkan_facts.main()
     result = json.loads(capsys.readouterr().out)
     assert calls == [SUMMARY, FULL]
     assert result["ansible_facts"]["gpulab_tegra"] is True
@@ -394,3 +400,87 @@ def test_one_gpu_listed_twice_is_one_device_file_and_a_warning() -> None:
         f"Vulkan lists one GPU (UUID {uuid}) as devices 0, 1: two ICD manifests name its driver "
         "(look in /etc/vulkan/icd.d, /usr/share/vulkan/icd.d and $XDG_DATA_DIRS); remove the copy"
     ]
+
+
+# A facts module by Ansible's naming (`_facts` returns ansible_facts, `_info` returns data), whose
+# first name keeps working: the contract's gpulab.cluster.vulkan_info.
+
+COLLECTION = Path(__file__).parents[2] / "collections/ansible_collections/gpulab/cluster"
+
+
+def test_it_is_documented_as_a_facts_module_that_runs_in_check_mode() -> None:
+    documentation = yaml.safe_load(vulkan_facts.DOCUMENTATION)
+    assert documentation["module"] == "vulkan_facts"
+    attributes = {name: entry["support"] for name, entry in documentation["attributes"].items()}
+    assert attributes == {"check_mode": "full", "diff_mode": "N/A", "facts": "full"}
+    returned = yaml.safe_load(vulkan_facts.RETURN)
+    assert set(returned["ansible_facts"]["contains"]) == {
+        "gpulab_vulkan_devices",
+        "gpulab_vulkan_present",
+        "gpulab_tegra",
+    }
+    assert "gpulab.cluster.vulkan_facts:" in vulkan_facts.EXAMPLES
+
+
+def test_the_first_name_is_redirected_for_good() -> None:
+    """A redirect with no deprecation and no tombstone: the name never stops working."""
+    runtime = yaml.safe_load((COLLECTION / "meta/runtime.yml").read_text())
+    assert runtime["plugin_routing"] == {
+        "modules": {"vulkan_info": {"redirect": "gpulab.cluster.vulkan_facts"}}
+    }
+
+
+RECORDED = """#!/bin/sh
+if [ "$1" = --summary ]; then cat {summary}; else cat {full}; fi
+"""
+"""A vulkaninfo that prints the lavapipe recordings."""
+
+
+def test_both_names_run_the_module_in_a_play_without_a_deprecation(tmp_path: Path) -> None:
+    """ansible-playbook on this machine with the repository's collection: the old name and the
+    new gather the same facts, in check mode too, and nothing is deprecated."""
+    vulkaninfo = tmp_path / "vulkaninfo"
+    vulkaninfo.write_text(
+        RECORDED.format(
+            summary=FIXTURES / "vulkaninfo-summary-lavapipe.txt",
+            full=FIXTURES / "vulkaninfo-lavapipe.txt",
+        )
+    )
+    vulkaninfo.chmod(0o755)
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    (tmp_path / "hosts.json").write_text(json.dumps({"all": {"hosts": {"node": local}}}))
+    tasks = [
+        {"name": name, module: {"vulkaninfo": str(vulkaninfo), "dev_dir": str(tmp_path)},
+         "check_mode": True}
+        for name, module in (("old name", "gpulab.cluster.vulkan_info"),
+                             ("new name", "gpulab.cluster.vulkan_facts"))
+    ]  # fmt: skip
+    tasks.append({"name": "facts", "ansible.builtin.assert": {
+        "that": ["ansible_facts.gpulab_vulkan_devices | map(attribute='driver') | list"
+                 " == ['llvmpipe']"]}})  # fmt: skip
+    play = [{"name": "Vulkan facts by both names", "hosts": "all", "gather_facts": False,
+             "tasks": tasks}]  # fmt: skip
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
+    report = run_playbook(tmp_path)
+    results = {task["task"]["name"]: task["hosts"]["node"] for task in report["plays"][0]["tasks"]}
+    old, new = results["old name"], results["new name"]
+    assert old["ansible_facts"] == new["ansible_facts"]
+    assert old["ansible_facts"]["gpulab_vulkan_present"] is True
+    assert (old["changed"], new["changed"]) == (False, False)
+    assert "deprecations" not in json.dumps(report)
+
+
+def test_ansible_doc_shows_the_facts_module_for_the_first_name() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env["ANSIBLE_CONFIG"] = str(COLLECTION.parents[3] / "ansible.cfg")
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("ansible-doc")), "-j", "gpulab.cluster.vulkan_info"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    [(name, entry)] = json.loads(done.stdout).items()
+    assert name == "gpulab.cluster.vulkan_info"
+    assert entry["doc"]["module"] == "vulkan_facts"
+    assert entry["doc"]["filename"].endswith("plugins/modules/vulkan_facts.py")

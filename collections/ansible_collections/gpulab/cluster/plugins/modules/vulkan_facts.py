@@ -1,7 +1,12 @@
 #!/usr/bin/python
 # Copyright: gpulab contributors
 # MIT License (see LICENSE)
-"""Ansible module gpulab.cluster.vulkan_info: the host's Vulkan devices as facts."""
+"""Ansible module gpulab.cluster.vulkan_facts: the host's Vulkan devices as facts.
+
+A `_facts` module, as Ansible names them: it returns `ansible_facts` about the host it runs on
+(an `_info` module would return data for `register` instead). Its first name,
+gpulab.cluster.vulkan_info, still runs it: meta/runtime.yml redirects that name here.
+"""
 
 # Ansible modules import after DOCUMENTATION, EXAMPLES and RETURN.
 # ruff: noqa: E402
@@ -10,12 +15,14 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: vulkan_info
-short_description: Report the host's Vulkan devices as facts
+module: vulkan_facts
+short_description: Gather the host's Vulkan devices as facts
 description:
-  - Runs C(vulkaninfo --summary) (from vulkan-tools) and returns each Vulkan device it lists
-    as the fact C(gpulab_vulkan_devices); then C(vulkaninfo) for the full text, which alone
-    tells the subgroup size and shaderFloat64 behind each device's C(features).
+  - Runs C(vulkaninfo --summary) (from vulkan-tools) and sets the fact C(gpulab_vulkan_devices)
+    to each Vulkan device it lists; then C(vulkaninfo) for the full text, which alone tells
+    the subgroup size and shaderFloat64 behind each device's C(features).
+  - A facts module - its result is C(ansible_facts) that update the host's facts, so later
+    tasks and roles read C(ansible_facts.gpulab_vulkan_devices) with no C(register).
   - Each GPU gets the device files a job needs to use it and the one of them that stands
     for it in Slurm's gres.conf, that is C(/dev/nvidiaN) plus the shared C(/dev/nvidiactl),
     C(/dev/nvidia-uvm), ... for NVIDIA's discrete GPUs (paired by GPU UUID through the
@@ -27,7 +34,10 @@ description:
   - Reports absent (an empty list and a RV(reason)), never a failure, when vulkaninfo,
     the Vulkan loader or any driver is missing. When only the full text fails, the devices
     are reported without subgroup and fp64 features, with a warning.
-  - Changes nothing, so it runs in check mode too.
+  - Changes nothing, so it runs the same in check mode, and reports C(changed=false).
+  - Named C(gpulab.cluster.vulkan_info) until the collection followed Ansible's naming
+    (C(_facts) modules return facts, C(_info) modules return data); that name still runs this
+    module, redirected by the collection's C(meta/runtime.yml), with no deprecation.
 version_added: "1.0.0"
 author: gpulab contributors (@gpulab)
 options:
@@ -51,23 +61,26 @@ options:
     default: /proc/driver/nvidia/gpus
 attributes:
   check_mode:
-    description: Runs in check mode, predicting the change and making none.
+    description: Runs in check mode; it changes nothing either way.
     support: full
+  diff_mode:
+    description: It changes nothing, so there is no diff to show.
+    support: N/A
   facts:
     description: Returns C(ansible_facts) that update the host's facts.
     support: full
 """
 
 EXAMPLES = r"""
-- name: Read the Vulkan devices
-  gpulab.cluster.vulkan_info:
+- name: Gather the Vulkan devices
+  gpulab.cluster.vulkan_facts:
 
 - name: Show the GPUs that Slurm can hand out
   ansible.builtin.debug:
     msg: "{{ ansible_facts.gpulab_vulkan_devices | selectattr('gres_file') | list }}"
 
-- name: Read the devices from a recorded vulkaninfo (a script printing a real device's output)
-  gpulab.cluster.vulkan_info:
+- name: Gather the devices from a recorded vulkaninfo (a script printing a real device's output)
+  gpulab.cluster.vulkan_facts:
     vulkaninfo: /usr/local/lib/gpulab-standin/vulkaninfo
 """
 
