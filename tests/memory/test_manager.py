@@ -79,8 +79,8 @@ def device_heap(device: Device) -> int:
 
 def test_out_of_memory_names_heap_request_and_usage(device: Device) -> None:
     heap = device_heap(device)
-    # Room for two requests in the device memory's heap, none in any other (a discrete GPU's
-    # other heaps, mappable VRAM and system memory, would take the third one).
+    # Room for two requests in the device memory's heap, none in any other (on the H100,
+    # system memory took the third one).
     limits = {h.index: 0 for h in device.info.memory_heaps} | {heap: 8 * MIB}
     with MemoryManager(device, heap_limits=limits, block_size=4 * MIB) as manager:
         held = [manager.allocate(3 * MIB), manager.allocate(3 * MIB)]
