@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from gpulab import Runner, load_graph
+from gpulab.backends.device_choice import choose_device
 from gpulab.backends.vulkan import VulkanExecutor
 from gpulab.ops import NumericalError, reference
 from gpulab.vk import live_handles
@@ -139,7 +140,9 @@ def test_cli_vulkan_result_has_memory_and_gpu_times(capsys: pytest.CaptureFixtur
     assert code == 0, err
     document = json.loads(out)
     assert document["backend"] == "vulkan"
-    assert document["device"]["type"] == "cpu"  # lavapipe
+    choice = choose_device(None)  # the device a run picks here: lavapipe in CI, else a GPU
+    chosen = choice.infos[choice.index]
+    assert (document["device"]["name"], document["device"]["type"]) == (chosen.name, chosen.type)
     assert {"in_use_bytes", "peak_in_use_bytes", "pool"} <= document["memory"].keys()
     assert {n["timer"] for n in document["nodes"]} == {"gpu"}
 

@@ -126,10 +126,27 @@ def test_a_full_heap_falls_back_to_the_next_type_then_raises() -> None:
     # so the next three land in system memory (heap 1), and the seventh fits nowhere.
     assert [t.index for t in heaps] == [0, 0, 0, 1, 1, 1]
     error = caught.value
-    assert (error.request, error.heap, error.usage, error.limit) == (MIB + 1, 1, 4 * MIB, 4 * MIB)
+    # The error names VRAM, where device memory belongs, not the system memory tried last.
+    assert (error.request, error.heap, error.usage, error.limit) == (MIB + 1, 0, 4 * MIB, 4 * MIB)
     assert "1048577 bytes (1.0 MiB) of device memory" in str(error)
-    assert "heap 1 (4.0 MiB of 4.0 MiB in use)" in str(error)
-    assert calls == ["released"]  # caches were asked to let go before the one retry
+    assert "heap 0 (4.0 MiB of 4.0 MiB in use)" in str(error)
+    assert calls == ["released"] * 4  # caches let go once for each request VRAM could not take
+
+
+def test_cached_memory_gives_way_before_a_request_moves_to_worse_memory() -> None:
+    # A discrete GPU whose VRAM holds a pool's cache: the request takes the cache's place in
+    # VRAM instead of landing in system memory (heap 1), which has room.
+    blocks, _, _ = fake_blocks(heap_limits={0: 4 * MIB})
+    cached = blocks.allocate(3 * MIB, 16, "device", ALL_TYPES)
+    blocks.on_exhausted.append(lambda: blocks.free(cached))  # what a pool's clear() does
+    assert blocks.allocate(3 * MIB, 16, "device", ALL_TYPES).block.memory_type.index == 0
+
+
+def test_empty_blocks_give_way_before_a_request_moves_to_worse_memory() -> None:
+    blocks, made, _ = fake_blocks(heap_limits={0: 4 * MIB})
+    blocks.free(blocks.allocate(MIB, 16, "device", ALL_TYPES))  # an empty 4 MiB block, kept
+    assert blocks.allocate(3 * MIB, 16, "device", ALL_TYPES).block.memory_type.index == 0
+    assert [m.closed for m in made] == [True, False]
 
 
 def test_the_retry_after_releasing_caches_can_succeed() -> None:

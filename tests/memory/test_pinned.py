@@ -1,4 +1,5 @@
-"""Pinned host arrays and imported host memory on lavapipe: the bytes, the paths, the stats."""
+"""Pinned host arrays and imported host memory on a real device (lavapipe here): the bytes,
+the paths, the stats. Targets that a test reads apart from the Stager are "mapped" memory."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ STAGED = {"upload": "staged", "download": "staged"}
 def test_pinned_arrays_round_trip_with_one_copy(device: Device) -> None:
     data = np.random.default_rng(2).standard_normal((64, 300)).astype(np.float32)
     with MemoryManager(device) as manager, Stager(manager, paths=STAGED) as stager:
-        target = manager.allocate(data.nbytes)
+        target = manager.allocate(data.nbytes, kind="mapped")
         source = stager.pinned_empty(data.shape, np.float32)
         assert isinstance(source, PinnedArray)
         assert source.shape == data.shape
@@ -37,7 +38,7 @@ def test_a_pinned_slice_moves_from_its_offset(device: Device) -> None:
     with MemoryManager(device) as manager, Stager(manager, paths=STAGED) as stager:
         pinned = stager.pinned_empty(1000, np.int32)
         pinned[:] = np.arange(1000, dtype=np.int32)
-        target = manager.allocate(400)
+        target = manager.allocate(400, kind="mapped")
         stager.upload(pinned[500:600], target)
         np.testing.assert_array_equal(target.read(np.int32, 100), np.arange(500, 600))
         stager.download(target, 100, np.int32, out=pinned[:100])
@@ -83,7 +84,7 @@ def test_imported_arrays_round_trip(device: Device) -> None:
         pytest.skip("this device cannot import host memory")
     data = np.arange(100_001, dtype=np.float32)[1:]  # an address that is not page-aligned
     with MemoryManager(device) as manager, Stager(manager, import_above=0, paths=STAGED) as s:
-        target = manager.allocate(data.nbytes)
+        target = manager.allocate(data.nbytes, kind="mapped")
         s.upload(data, target)
         np.testing.assert_array_equal(target.read(np.float32, data.size), data)
         out = np.zeros_like(data)

@@ -8,7 +8,7 @@ import sys
 
 from gpulab.diagnostics.memory_report import exercise
 from gpulab.memory import MemoryManager
-from gpulab.vk import Device
+from gpulab.vk import Device, Instance
 
 STAT_KEYS = {
     "allocated_bytes",
@@ -39,7 +39,7 @@ def test_the_pattern_reuses_pooled_buffers_and_frees_everything(device: Device) 
     assert live["transfers"]["transfers"]["download"]["pinned"] == 4
 
 
-def test_gpulab_memory_json() -> None:
+def test_gpulab_memory_json(process_instance: Instance) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "gpulab", "memory", "--json"],
         capture_output=True,
@@ -49,8 +49,16 @@ def test_gpulab_memory_json() -> None:
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert result["device"].startswith("llvmpipe")
-    assert result["live"]["memory_types"]["0"]["flags"][0] == "device_local"
+    info = process_instance.physical_device(0).info  # what `gpulab memory` runs on by default
+    assert result["device"] == info.name
+    reported = result["live"]["memory_types"]
+    for index, entry in reported.items():  # the device's own memory types, as it reports them
+        memory_type = info.memory_types[int(index)]
+        assert (entry["heap"], entry["flags"]) == (
+            memory_type.heap_index,
+            list(memory_type.properties),
+        )
+    assert any("device_local" in entry["flags"] for entry in reported.values())
 
 
 def test_gpulab_memory_rejects_a_missing_device() -> None:

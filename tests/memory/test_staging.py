@@ -1,4 +1,5 @@
-"""Stager on lavapipe: both paths move the exact bytes, across chunk boundaries, both ways."""
+"""Stager on a real device (lavapipe here): both paths move the exact bytes, across chunk
+boundaries, both ways; device memory the host cannot map always goes through the copy engine."""
 
 from __future__ import annotations
 
@@ -25,11 +26,13 @@ def test_round_trip_across_chunks(device: Device, path: str, threads: int) -> No
             threaded_from=0,
         ) as stager,
     ):
-        target = manager.allocate(data.nbytes + 12)
+        # Mappable on every device: either path may serve it, and its mapping checks the upload.
+        target = manager.allocate(data.nbytes + 12, kind="mapped")
         stager.upload(data, target)
         np.testing.assert_array_equal(target.read(np.float32, data.size), data.reshape(-1))
         back = stager.download(target, data.shape)
         np.testing.assert_array_equal(back, data)
+        assert stager.counts["upload"][path] == stager.counts["download"][path] == 1
         out = np.zeros(100, dtype=np.float32)
         assert stager.download(target, 100, out=out) is out
         np.testing.assert_array_equal(out, data.reshape(-1)[:100])
@@ -51,7 +54,7 @@ def test_large_copies_split_over_threads(device: Device) -> None:
 def test_the_path_for_mappable_memory_is_measured(device: Device) -> None:
     data = np.ones(PROBE_BYTES // 4, dtype=np.float32)
     with MemoryManager(device) as manager, Stager(manager, chunk_bytes=CHUNK) as stager:
-        target = manager.allocate(data.nbytes)  # lavapipe memory is always mappable
+        target = manager.allocate(data.nbytes, kind="mapped")
         stager.upload(data, target)
         stager.download(target, data.shape)
         assert set(stager.paths) == {"upload", "download"}
@@ -63,8 +66,8 @@ def test_the_path_for_mappable_memory_is_measured(device: Device) -> None:
 def test_a_short_run_starts_no_threads_and_stages_only_what_it_moves(device: Device) -> None:
     data = np.arange(1 << 20, dtype=np.float32)  # 4 MiB: below the probe and the threads
     with MemoryManager(device) as manager, Stager(manager, threads=16) as stager:
-        target = manager.allocate(data.nbytes)
-        stager.upload(data, target)  # mappable here: direct, unmeasured
+        target = manager.allocate(data.nbytes, kind="mapped")
+        stager.upload(data, target)  # mappable: direct, unmeasured
         np.testing.assert_array_equal(stager.download(target, data.shape), data)
         assert stager.paths == {} and stager.counts["upload"]["direct"] == 1
         stager.paths = {"upload": "staged", "download": "staged"}
@@ -77,6 +80,27 @@ def test_a_short_run_starts_no_threads_and_stages_only_what_it_moves(device: Dev
             assert len(ring) == data.nbytes // chunk
             assert all(slot.allocation.size == chunk for slot in ring)
         assert stager._executor is None
+        target.free()
+
+
+@pytest.mark.usefixtures("unmappable_device_memory")
+def test_memory_the_host_cannot_map_goes_through_the_copy_engine(device: Device) -> None:
+    """As on a discrete GPU: device memory is staged whatever `paths` says, and not measured."""
+    data = np.random.default_rng(5).standard_normal(PROBE_BYTES // 4).astype(np.float32)
+    direct = {"upload": "direct", "download": "direct"}
+    with (
+        MemoryManager(device) as manager,
+        Stager(manager, chunk_bytes=CHUNK) as measuring,
+        Stager(manager, chunk_bytes=CHUNK, paths=direct) as told,
+    ):
+        target = manager.allocate(data.nbytes)
+        with pytest.raises(ValueError, match="which the host cannot map"):
+            target.view(np.uint8, 1)
+        for stager in (measuring, told):
+            stager.upload(data, target)
+            np.testing.assert_array_equal(stager.download(target, data.shape), data)
+            assert stager.counts["upload"]["staged"] == stager.counts["download"]["staged"] == 1
+        assert measuring.paths == {} and measuring.measurements == {}
         target.free()
 
 

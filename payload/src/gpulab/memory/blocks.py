@@ -10,9 +10,12 @@ It knows memory types, heaps, blocks and offsets, not buffers: the memory itself
   holds the request twice, so a short run allocates (and the driver pins, for host memory) a
   few MiB, while a long one reaches full-size blocks after a few doublings;
 - requests above half a block get a dedicated block of their own, released on free;
-- a heap that is full (its size, a configured limit, or the driver says so) moves the request
-  to the next suitable memory type; when none is left, empty blocks and the caches registered
-  with `on_exhausted` are released and the request is retried once before OutOfMemoryError;
+- a heap that is full (its size, a configured limit, or the driver says so) first makes the
+  caches registered with `on_exhausted` and the empty blocks go (once per request) and tries
+  again, so that memory merely held (cached buffers, empty blocks) never pushes a request
+  into a worse memory type, a kernel's buffer into system memory on a discrete GPU; then the
+  request moves to the next suitable memory type; when none is left, OutOfMemoryError names
+  the heap of the best suited one;
 - empty blocks are released after a grace period (by the first allocate or free after it, or
   by trim()), so that a free followed by an allocate does not go back to the driver.
 """
@@ -152,17 +155,18 @@ class BlockAllocator:
             self._candidates[kind, type_bits] = candidates
         if not candidates:
             raise ValueError(f"no memory type suits {kind!r} memory (allowed types {type_bits:#x})")
-        for attempt in range(2):
-            for memory_type in candidates:
-                region = self._allocate_in(memory_type, size, alignment)
-                if region is not None:
-                    return region
-            if attempt == 0:  # free what is cached, then retry once
+        released = False
+        for memory_type in candidates:
+            region = self._allocate_in(memory_type, size, alignment)
+            if region is None and not released:  # what is cached goes before worse memory
+                released = True
                 for release in self.on_exhausted:
                     release()
                 self.trim()
-        last = candidates[-1]
-        heap = last.heap_index
+                region = self._allocate_in(memory_type, size, alignment)
+            if region is not None:
+                return region
+        heap = candidates[0].heap_index
         raise OutOfMemoryError(size, kind, heap, self.heap_usage[heap], self.heap_limits[heap])
 
     def _allocate_in(self, memory_type: MemoryType, size: int, alignment: int) -> Region | None:

@@ -10,8 +10,9 @@ def _mib(nbytes: int) -> str:
 class OutOfMemoryError(MemoryError):
     """No suitable memory type could hold the request, even after releasing cached memory.
 
-    `request` is the size asked for, `heap` the heap tried last, `usage` the bytes allocated
-    from it and `limit` its size (or its configured limit), all in bytes.
+    `request` is the size asked for, `heap` the heap of the best suited memory type (where
+    the request would have gone first), `usage` the bytes allocated from it and `limit` its
+    size (or its configured limit), all in bytes.
     """
 
     def __init__(self, request: int, kind: str, heap: int, usage: int, limit: int) -> None:

@@ -2,8 +2,9 @@
 
 A released buffer stays bound and cached; the next request of its size class (same kind and
 usage) takes it back without any Vulkan call. Cached buffers are evicted least recently used
-first whenever cached plus in-use bytes exceed the budget, and all of them when the device
-runs out of memory (the manager calls `clear` before its one retry).
+first whenever cached plus in-use bytes exceed the budget, and all of them when a request
+does not fit in its best memory type (the block allocator calls `clear` before the request
+moves to another type or fails).
 """
 
 from __future__ import annotations
