@@ -314,6 +314,10 @@ class JobRun:
                 return False
         return True
 
+    def starts(self, job: Job) -> int:
+        """How many times the job started (write-local.sh appends a line at each start)."""
+        return len((self.read(f"{job.job_id}.starts") or "").splitlines())
+
     def output(self, job: Job) -> str:
         return self.read(f"slurm-{job.job_id}.out") or ""
 

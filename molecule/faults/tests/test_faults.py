@@ -128,6 +128,52 @@ def test_slurmctld_restarted_with_jobs_queued_and_running(
     _clearly_failed_or_complete(run, finals)
 
 
+# Issue "Reliability round three", item 4: back within 10 s of a crash.
+SLURMCTLD_BACK_S = 10
+
+
+def test_slurmctld_killed_under_jobs(healthy_lab: Lab, record_fault: Record) -> None:
+    """slurmctld killed with SIGKILL under a running job, a pending one, one that finished and
+    one cancelled just before: systemd has it back within 10 s (the slurm role's drop-in:
+    Restart=on-failure, KillMode=mixed so that slurmscriptd, which ignores SIGTERM, is not
+    waited for), no job runs twice, none is lost, the cancelled one stays cancelled and no
+    worker is drained."""
+    lab = healthy_lab
+    first, second = lab.cluster.workers[:2]
+    run = JobRun(lab, "slurmctld-killed")
+    cancelled = run.submit(node=first, steps=JOB_STEPS)
+    running = run.submit(node=second, steps=JOB_STEPS)
+    assert run.wait_running(cancelled) and run.wait_running(running)
+    pending = run.submit(node=second, steps=3, exclusive=True)  # waits for the node alone
+    finished = run.submit(node=first, steps=1)
+    assert wait_for(lambda: run.state(finished) == "COMPLETED", 60), run.state(finished)
+    assert run.state(pending) == "PENDING", run.state(pending)
+    lab.run(lab.cluster.controller, f"scancel {cancelled.job_id}")
+    time.sleep(1)
+
+    start = time.monotonic()
+    lab.run(lab.cluster.controller, "systemctl kill --kill-who=main --signal=KILL slurmctld")
+    assert wait_for(lab.slurmctld_answers, 180, 0.5), "slurmctld does not answer after SIGKILL"
+    recovered = time.monotonic() - start
+
+    finals, lost = run.settle()
+    twice = {j.job_id: run.starts(j) for j in run.jobs if run.starts(j) > 1}
+    states = {h: lab.worker_state(h) for h in (first, second)}
+    record_fault(
+        "slurmctld-killed",
+        recovered,
+        lost,
+        f"finals {finals}; started more than once {twice or 'none'}; workers {states}",
+    )
+    assert recovered <= SLURMCTLD_BACK_S, f"slurmctld answered after {recovered:.1f} s"
+    assert not lost
+    assert not twice, f"jobs run twice: {twice}"
+    assert finals[cancelled.job_id] == "CANCELLED", finals
+    assert {finals[j.job_id] for j in (running, pending, finished)} == {"COMPLETED"}, finals
+    assert all(lab.in_service(state) for state, _ in states.values()), states
+    _clearly_failed_or_complete(run, finals)
+
+
 def _converge(lab: Lab) -> subprocess.CompletedProcess[str]:
     """The documented remedy: site.yml again, as molecule converges it."""
     project = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))

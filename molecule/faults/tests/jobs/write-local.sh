@@ -6,6 +6,8 @@
 set -euo pipefail
 dir=$1 steps=$2
 part=$dir/$SLURM_JOB_ID.run${SLURM_RESTART_COUNT:-0}.part
+# One line per start of this job: a job that Slurm ran twice has two.
+echo "$(hostname) run${SLURM_RESTART_COUNT:-0}" >>"$dir/$SLURM_JOB_ID.starts"
 : >"$part"
 for i in $(seq 1 "$steps"); do
   echo "$SLURM_JOB_ID $i" >>"$part"
