@@ -12,7 +12,7 @@ the whole machine: run one profile at a time.
 
 Usage: scripts/cpu-profile.py [--top N] -- COMMAND [ARG...]   (as root)
 e.g.   scripts/cpu-profile.py -- make test-molecule
-README.md (Timing) shows what it printed for `make test` and molecule's scenarios.
+docs/timing.md shows what it printed for `make test` and molecule's scenarios.
 """
 
 from __future__ import annotations

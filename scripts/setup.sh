@@ -29,7 +29,7 @@ VENV=${GPULAB_VENV:-.venv}
 # The venv's interpreter: the distribution's Python, built with profile-guided and link-time
 # optimisation, not whichever python3 comes first on PATH. A pyenv build (--enable-shared,
 # no PGO) cost Ansible, pytest and the lab's tools 10-12% more CPU for the same checks
-# (README: Timing). GPULAB_PYTHON names another.
+# (docs/timing.md). GPULAB_PYTHON names another.
 PYTHON=${GPULAB_PYTHON:-/usr/bin/python3}
 # The installer of the venv's packages (below).
 UV_VERSION=0.13.9
@@ -108,7 +108,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   fi
   echo "$want" >"$stamp"
 fi
-# The lab image's bytecode cache for Ansible's module_utils (README: Timing), in the venv too:
+# The lab image's bytecode cache for Ansible's module_utils (docs/timing.md), in the venv too:
 # its Python runs the modules of every task on this machine (the tests' local hosts, tasks
 # delegated to localhost), each compiling ansible.module_utils from its zip otherwise.
 image_site=lab/rootfs/usr/lib/python3/dist-packages
