@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from gpulab._shown import PATH_LIMIT, shown
 from gpulab.graph import Graph, MemoryLimit, nbytes
 from gpulab.graph.model import NpyFile
 
@@ -81,6 +82,10 @@ def _same_file(status: os.stat_result, others: Iterable[Path]) -> Path | None:
     return None
 
 
+def _path_shown(path: str | Path) -> str:
+    return shown(str(path), quote=False, limit=PATH_LIMIT)
+
+
 def input_files(graph: Graph) -> list[Path]:
     """The .npy files a graph reads."""
     return [spec.source.path for spec in graph.inputs.values() if isinstance(spec.source, NpyFile)]
@@ -91,35 +96,37 @@ def output_target(output: str | None, inputs: Iterable[Path]) -> OutputTarget:
     directory, and it is none of `inputs` (the graph and its files), which it would replace."""
     if output is None or output == STDOUT:
         return OutputTarget(None)
-    path = Path(output)
+    path, name = Path(output), _path_shown(output)
     try:
         status: os.stat_result | None = path.stat()
     except FileNotFoundError:
         status = None
     except NotADirectoryError:
         folder = path.absolute().parent
-        raise OutputRefused(f"--output {output}: {folder} is not a folder") from None
+        raise OutputRefused(f"--output {name}: {_path_shown(folder)} is not a folder") from None
     except OSError as exc:
-        raise OutputRefused(f"--output {output}: {exc.strerror or exc}") from None
+        raise OutputRefused(f"--output {name}: {exc.strerror or exc}") from None
     if status is not None:
         if stat.S_ISDIR(status.st_mode):
-            raise OutputRefused(f"--output {output}: is a directory")
+            raise OutputRefused(f"--output {name}: is a directory")
         same = _same_file(status, inputs)
         if same is not None:
-            raise OutputRefused(f"--output {output}: is the input {same}, which it would replace")
+            raise OutputRefused(
+                f"--output {name}: is the input {_path_shown(same)}, which it would replace"
+            )
         if not stat.S_ISREG(status.st_mode):
-            return OutputTarget(path, in_place=True, name=output)
+            return OutputTarget(path, in_place=True, name=name)
     # A symbolic link stays: the file it names is replaced. /dev/stdout redirected to a file
     # is written in place (the rename would replace the link in /dev).
     resolved = Path(os.path.realpath(path))
     if resolved.parts[1:2] in (("dev",), ("proc",)) or path.absolute().parts[1:2] == ("dev",):
-        return OutputTarget(path, in_place=True, name=output)
+        return OutputTarget(path, in_place=True, name=name)
     folder = resolved.parent
     if not folder.is_dir():
-        raise OutputRefused(f"--output {output}: the folder {folder} does not exist")
+        raise OutputRefused(f"--output {name}: the folder {_path_shown(folder)} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise OutputRefused(f"--output {output}: the folder {folder} is not writable")
-    return OutputTarget(resolved, name=output)
+        raise OutputRefused(f"--output {name}: the folder {_path_shown(folder)} is not writable")
+    return OutputTarget(resolved, name=name)
 
 
 def result_size(graph: Graph, full: bool) -> ResultSize:

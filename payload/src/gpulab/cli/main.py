@@ -22,6 +22,7 @@ from gpulab.cli import (
     submit,
     validate,
 )
+from gpulab.cli.arguments import Parser
 from gpulab.cli.epilog import epilog
 from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
 
@@ -44,7 +45,7 @@ kernels, numpy) only when it runs, so `gpulab --help` and the light commands sta
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand (argparse exits 2 on bad flags)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gpulab",
         description="A small Vulkan compute framework.",
         epilog=epilog(),

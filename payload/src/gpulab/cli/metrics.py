@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpulab._shown import shown
 from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME
 
 
@@ -20,7 +21,7 @@ def _count(text: str) -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a count (0, 1, ...), got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a count (0, 1, ...), got {shown(text)}")
     return value
 
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpulab._shown import PATH_LIMIT, shown
 from gpulab.backends.names import BACKEND_NAMES
 from gpulab.cli.arguments import add_backend, add_device, add_graph
 from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME
@@ -26,7 +27,8 @@ def memory_size(text: str) -> int:
     match = re.fullmatch(r"\s*(\d{1,16})\s*([kmgt]?)(?:i?b)?\s*", text, re.IGNORECASE)
     if match is None or int(match[1]) < 1:
         raise argparse.ArgumentTypeError(
-            f"expected a number of bytes of at least 1 (such as 1048576, 64M, 2GiB), got {text!r}"
+            "expected a number of bytes of at least 1 (such as 1048576, 64M, 2GiB), "
+            f"got {shown(text)}"
         )
     return int(match[1]) * _UNITS[match[2].lower()]
 
@@ -128,7 +130,7 @@ def _run_graph(args: argparse.Namespace) -> int:
         result = runner.run(graph, compare=args.compare)
         result.phases["load_ms"] = load_ms
         for note in result.warnings[len(graph.warnings) :]:  # the run's own, after the graph's
-            say(f"{args.graph}: warning: {note}")
+            say(f"{shown(args.graph, quote=False, limit=PATH_LIMIT)}: warning: {note}")
         if runner.device_warning is not None:
             say(runner.device_warning)
         if runner.fallback is not None:
@@ -144,7 +146,7 @@ def _run_graph(args: argparse.Namespace) -> int:
         for name, error in comparison["max_rel_err"].items():
             if error > comparison["rtol"]:
                 say(
-                    f"--compare {args.compare}: output {name!r} differs by {error:.3g} "
+                    f"--compare {args.compare}: output {shown(name)} differs by {error:.3g} "
                     f"(relative), more than {comparison['rtol']:g}"
                 )
         return EXIT_RUNTIME

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gpulab._shown import shown
 from gpulab.graph._json import (
     expect_object,
     is_integer,
@@ -74,7 +75,7 @@ def _param(param: ParamSpec, raw: Any, path: str, node: str, problems: list[Prob
         value: float = int(raw)
         most = PARAM_MAXIMUM.get(param.name)
         if most is not None and value > most:
-            problems.append(Problem(path, f"must be at most {most}, got {int(raw)}", node))
+            problems.append(Problem(path, f"must be at most {most}, got {shown(int(raw))}", node))
             return None
     else:
         if not is_number(raw):
@@ -85,7 +86,9 @@ def _param(param: ParamSpec, raw: Any, path: str, node: str, problems: list[Prob
         too_small = value <= param.minimum if param.exclusive_minimum else value < param.minimum
         if too_small:
             bound = "greater than" if param.exclusive_minimum else "at least"
-            problems.append(Problem(path, f"must be {bound} {param.minimum:g}, got {raw}", node))
+            problems.append(
+                Problem(path, f"must be {bound} {param.minimum:g}, got {shown(raw)}", node)
+            )
             return None
     return value
 
@@ -126,21 +129,21 @@ def parse_node(index: int, raw: Any, problems: list[Problem]) -> ParsedNode | No
         return None
     node_id = raw.get("id")
     if not isinstance(node_id, str) or not node_id:
-        problems.append(Problem(f"{path}.id", f"must be a non-empty string, got {node_id!r}"))
+        problems.append(Problem(f"{path}.id", f"must be a non-empty string, got {shown(node_id)}"))
         return None
     unknown_keys(raw, NODE_KEYS, path, problems, node_id)
     op_name = raw.get("op")
     spec = OPS.get(op_name) if isinstance(op_name, str) else None
     if spec is None:
         problems.append(
-            Problem(f"{path}.op", f"unknown op {op_name!r} (known: {', '.join(OPS)})", node_id)
+            Problem(f"{path}.op", f"unknown op {shown(op_name)} (known: {', '.join(OPS)})", node_id)
         )
     backend = raw.get("backend")
     if backend is not None and backend not in BACKEND_NAMES:
         problems.append(
             Problem(
                 f"{path}.backend",
-                f"must be one of {', '.join(BACKEND_NAMES)}, got {backend!r}",
+                f"must be one of {', '.join(BACKEND_NAMES)}, got {shown(backend)}",
                 node_id,
             )
         )

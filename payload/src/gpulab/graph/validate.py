@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpulab._shown import shown
 from gpulab.graph._json import expect_object, type_name, unknown_keys
 from gpulab.graph.inputs import parse_input
 from gpulab.graph.model import GRAPH_VERSION, Graph, GraphInput, Node, Ref, nbytes
@@ -72,7 +73,7 @@ class _Checker:
         unknown_keys(self.raw, GRAPH_KEYS, "", self.errors)
         version = self.raw.get("version")
         if version != GRAPH_VERSION or isinstance(version, bool):
-            self.errors.append(Problem("version", f"must be {GRAPH_VERSION}, got {version!r}"))
+            self.errors.append(Problem("version", f"must be {GRAPH_VERSION}, got {shown(version)}"))
         name = self.raw.get("name", "graph")
         if not isinstance(name, str):
             self.errors.append(Problem("name", f"must be a string, got {type_name(name)}"))
@@ -117,7 +118,7 @@ class _Checker:
                     self.errors.append(
                         Problem(
                             f"{node.path}.inputs.{name}",
-                            f"unknown reference {argument.name!r} (not an input or a node id)",
+                            f"unknown reference {shown(argument.name)} (not an input or a node id)",
                             node.id,
                         )
                     )
@@ -128,7 +129,13 @@ class _Checker:
         order, blocked = topological_order(dependencies, position)
         for cycle in find_cycles(blocked, dependencies, position):
             start = self.nodes[cycle[0]]
-            self.errors.append(Problem(start.path, f"cycle: {' -> '.join(cycle)}", start.id))
+            self.errors.append(
+                Problem(
+                    start.path,
+                    f"cycle: {' -> '.join(shown(n, quote=False) for n in cycle)}",
+                    start.id,
+                )
+            )
         return order
 
     def shapes_in(self, order: list[str]) -> None:
@@ -147,7 +154,7 @@ class _Checker:
                         Problem(
                             f"{node.path}.inputs.{name}",
                             f"{node.op.name}'s {name} must be a {want.value}, but "
-                            f"{argument.name!r} is a {kind_of_shape(shape).value}",
+                            f"{shown(argument.name)} is a {kind_of_shape(shape).value}",
                             node.id,
                         )
                     )
@@ -170,13 +177,15 @@ class _Checker:
         seen: set[str] = set()
         for i, name in enumerate(raw_outputs):
             if not isinstance(name, str):
-                self.errors.append(Problem(f"outputs[{i}]", f"must be a string, got {name!r}"))
+                self.errors.append(Problem(f"outputs[{i}]", f"must be a string, got {shown(name)}"))
             elif name not in self.declared:
                 self.errors.append(
-                    Problem(f"outputs[{i}]", f"unknown output {name!r} (not a node id or input)")
+                    Problem(
+                        f"outputs[{i}]", f"unknown output {shown(name)} (not a node id or input)"
+                    )
                 )
             elif name in seen:
-                self.errors.append(Problem(f"outputs[{i}]", f"{name!r} is listed twice"))
+                self.errors.append(Problem(f"outputs[{i}]", f"{shown(name)} is listed twice"))
             seen.add(str(name))
         return tuple(name for name in raw_outputs if isinstance(name, str))
 
@@ -202,7 +211,7 @@ class _Checker:
                 self.errors.append(
                     Problem(
                         f"nodes[{node.index}]" if node else f"inputs.{name}",
-                        f"{list(shape)} float32 values need {_size(size)}, "
+                        f"{shown(list(shape))} float32 values need {_size(size)}, "
                         f"only {_size(limit.bytes)} of {limit.what} exist",
                         node.id if node else None,
                     )

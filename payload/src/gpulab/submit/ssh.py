@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from gpulab._closeable import Closeable
+from gpulab._shown import shown
 from gpulab.submit.transport import CommandResult, Unreachable
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def parse_target(text: str) -> tuple[str | None, str]:
     """USER@HOST or HOST as (user, host); ValueError naming the problem."""
     user, _, host = text.rpartition("@")
     if not host or (text.count("@") and not user) or any(c.isspace() for c in text):
-        raise ValueError(f"--host {text!r}: expected USER@HOST or HOST")
+        raise ValueError(f"--host {shown(text)}: expected USER@HOST or HOST")
     return (user or None), host
 
 
