@@ -7,13 +7,16 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from gpulab.backends import Runner, result_file
 
-from tests.graph.graph_helpers import cli, small_graph, write_graph
+from tests.graph.graph_helpers import GPULAB, cli, small_graph, write_graph
 
 NOT_REGULAR = (
     "is not a regular file (a device, FIFO or socket); a result goes into a regular file, "
@@ -225,3 +228,41 @@ def test_a_new_file_and_dev_stdout_still_work(
     code, out, err = cli(capsys, "run", str(path), "--backend", "cpu", "-o", "/dev/stdout")
     assert (code, err) == (0, "")
     assert json.loads(out)["graph"] == "small"
+
+
+def large_result_graph(elements: int) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "name": "large",
+        "inputs": {"x": {"type": "vector", "fill": {"n": elements, "value": 1.5}}},
+        "nodes": [{"id": "s", "op": "scale", "inputs": {"x": "x", "a": 3.0}}],
+        "outputs": ["s"],
+    }
+
+
+def temporary_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_sigterm_while_the_result_is_written_removes_the_temporary_file(tmp_path: Path) -> None:
+    # Was: scancel or a preemption (SIGTERM) in the write left `.out.json.XXXX.tmp` behind.
+    path = write_graph(tmp_path, large_result_graph(4 << 20))
+    out_json = tmp_path / "out.json"
+    out_json.write_text('{"an": "earlier result"}\n', encoding="utf-8")
+    with subprocess.Popen(
+        [*GPULAB, "run", str(path), "--backend", "cpu", "--full", "-o", str(out_json)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as running:
+        deadline = time.monotonic() + 120
+        while not temporary_files(tmp_path):
+            assert running.poll() is None, running.communicate()
+            assert time.monotonic() < deadline, "the write never started"
+            time.sleep(0.01)
+        running.send_signal(signal.SIGTERM)
+        out, err = running.communicate(timeout=60)
+    assert (running.returncode, out) == (143, ""), err
+    assert err == "gpulab: stopped by SIGTERM\n"
+    assert temporary_files(tmp_path) == []
+    assert out_json.read_text(encoding="utf-8") == '{"an": "earlier result"}\n'

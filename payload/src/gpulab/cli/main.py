@@ -24,7 +24,16 @@ from gpulab.cli import (
 )
 from gpulab.cli.arguments import Parser
 from gpulab.cli.epilog import epilog
-from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
+from gpulab.cli.errors import (
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_TERMINATED,
+    EXIT_UNAVAILABLE,
+)
+from gpulab.cli.output import say
+from gpulab.cli.signals import Terminated, sigterm_unwinds
 
 COMMANDS = (
     devices,
@@ -62,8 +71,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; errors become one line on stderr and the contract's exit code."""
     args = build_parser().parse_args(argv)
     try:
-        code: int = args.handler(args)
+        with sigterm_unwinds():
+            code: int = args.handler(args)
         return code
+    except Terminated:
+        say("stopped by SIGTERM")
+        return EXIT_TERMINATED
+    except KeyboardInterrupt:
+        say("stopped by Ctrl-C")
+        return EXIT_INTERRUPTED
     except unavailable_errors() as exc:
         print(f"gpulab: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
