@@ -15,6 +15,8 @@ FLOAT32_MAX = 3.4028234663852886e38
 
 def is_number(value: Any) -> bool:
     """A JSON number (not a boolean) that float32 holds: finite, at most FLOAT32_MAX in size."""
+    if type(value) is float:  # the common case first, in one step: NaN compares false too
+        return -FLOAT32_MAX <= value <= FLOAT32_MAX
     if not isinstance(value, int | float) or isinstance(value, bool):
         return False
     try:

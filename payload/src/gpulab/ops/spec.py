@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 Shape = tuple[int, ...]
 
@@ -27,9 +28,14 @@ class Kind(str, enum.Enum):
         return {Kind.SCALAR: 0, Kind.VECTOR: 1, Kind.MATRIX: 2}[self]
 
 
+KIND_OF_NDIM = (Kind.SCALAR, Kind.VECTOR, Kind.MATRIX)
+"""The kind of a value by its number of dimensions (kind_of_shape, for loops over 10^6
+values that cannot afford the call)."""
+
+
 def kind_of_shape(shape: Shape) -> Kind:
     """The kind of a value with this shape (0, 1 or 2 dimensions)."""
-    return (Kind.SCALAR, Kind.VECTOR, Kind.MATRIX)[len(shape)]
+    return KIND_OF_NDIM[len(shape)]
 
 
 class ShapeError(ValueError):
@@ -71,14 +77,20 @@ class OpSpec:
     params: tuple[ParamSpec, ...] = ()
     description: str = ""
 
-    @property
+    # Computed once per op: validation asks them for every node of graphs of 10^6 nodes.
+    @cached_property
     def input_names(self) -> tuple[str, ...]:
         """The input names in the order the op takes them."""
         return tuple(name for name, _ in self.inputs)
 
+    @cached_property
+    def input_kinds(self) -> Mapping[str, Kind]:
+        """The kind each input must have, by name."""
+        return dict(self.inputs)
+
     def input_kind(self, name: str) -> Kind:
         """The kind the input `name` must have."""
-        return dict(self.inputs)[name]
+        return self.input_kinds[name]
 
     def param(self, name: str) -> ParamSpec:
         """The spec of the param `name` (KeyError if the op has none by that name)."""
