@@ -119,3 +119,32 @@ def test_paths_are_cut_at_the_longest_path_the_kernel_opens(
     assert checked_lines(err, PATH_LIMIT + LINE_LIMIT) == [
         f"gpulab: --output {output}: File name too long"
     ]
+
+
+def test_sizes_of_thousands_of_digits_are_cut(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # JSON integers may have up to 4,300 digits; a size that long was echoed whole.
+    huge = 10**3000
+    document: dict[str, Any] = small_graph()
+    document["inputs"]["x"] = {"type": "vector", "fill": {"n": huge, "value": 1.0}}
+    document["inputs"]["y"] = {"type": "vector", "fill": {"n": -huge, "value": 1.0}}
+    code, out, err = cli(capsys, "validate", str(write_graph(tmp_path, document)))
+    assert (code, out) == (2, "")
+    text = "\n".join(checked_lines(err))
+    digits = "1" + "0" * (VALUE_LIMIT - 1)
+    assert f"inputs.y.fill.n: must be at least 1, got -{digits[:-1]}… (3002 characters)" in text
+    assert f"inputs.x: [{digits[:-1]}… (3003 characters) float32 values need" in text
+    matrix = {"type": "matrix", "fill": {"rows": 2, "cols": huge, "value": 1.0}}
+    document = small_graph(inputs={"A": matrix, "x": {"type": "vector", "data": [1.0, 2.0]}})
+    document["nodes"] = [{"id": "m", "op": "matvec", "inputs": {"A": "A", "x": "x"}}]
+    document["outputs"] = ["m"]
+    code, out, err = cli(capsys, "validate", str(write_graph(tmp_path, document)))
+    assert f"A is 2x{digits}… (3001 characters) so x needs {digits}… (3001 characters)" in err
+    checked_lines(err)
+    # Was a traceback: a size beyond any float (and a product beyond int-to-text's limit).
+    matrix["fill"]["rows"] = huge
+    code, out, err = cli(capsys, "validate", str(write_graph(tmp_path, document)))
+    assert code == 2
+    assert "float32 values need about 10^5992 GiB, only " in err
+    checked_lines(err)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -59,7 +60,9 @@ def available_memory() -> MemoryLimit:
 
 def _size(count: int) -> str:
     if count >= GIB:
-        return f"{count / GIB:.2f} GiB"
+        if count >= 1 << 1000:  # from JSON integers of hundreds of digits: beyond any float
+            return f"about 10^{math.log10(count) - math.log10(GIB):.0f} GiB"
+        return f"{shown(f'{count / GIB:.2f}', quote=False)} GiB"
     return f"{count / (1 << 20):.2f} MiB" if count >= 1 << 20 else f"{count} bytes"
 
 

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
+from gpulab._shown import shown
+
 Shape = tuple[int, ...]
 
 
@@ -100,10 +102,13 @@ class OpSpec:
         raise KeyError(name)
 
 
+# Sizes are shown cut (gpulab._shown): a JSON integer may have thousands of digits.
+
+
 def _same_vector(shapes: Mapping[str, Shape]) -> Shape:
     x, y = shapes["x"], shapes["y"]
     if x != y:
-        raise ShapeError("y", f"x has {x[0]} elements but y has {y[0]}")
+        raise ShapeError("y", f"x has {shown(x[0])} elements but y has {shown(y[0])}")
     return x
 
 
@@ -123,23 +128,30 @@ def _to_scalar(shapes: Mapping[str, Shape]) -> Shape:
 def _matvec(shapes: Mapping[str, Shape]) -> Shape:
     (m, n), (length,) = shapes["A"], shapes["x"]
     if length != n:
-        raise ShapeError("x", f"A is {m}x{n} so x needs {n} elements, got {length}")
+        raise ShapeError(
+            "x", f"A is {shown(m)}x{shown(n)} so x needs {shown(n)} elements, got {shown(length)}"
+        )
     return (m,)
 
 
 def _matmul(shapes: Mapping[str, Shape]) -> Shape:
     (m, k), (k_b, n) = shapes["A"], shapes["B"]
     if k != k_b:
-        raise ShapeError("B", f"A is {m}x{k} so B needs {k} rows, got {k_b}x{n}")
+        raise ShapeError(
+            "B",
+            f"A is {shown(m)}x{shown(k)} so B needs {shown(k)} rows, got {shown(k_b)}x{shown(n)}",
+        )
     return (m, n)
 
 
 def _jacobi(shapes: Mapping[str, Shape]) -> Shape:
     (m, n), (length,) = shapes["A"], shapes["b"]
     if m != n:
-        raise ShapeError("A", f"jacobi needs a square matrix A, got {m}x{n}")
+        raise ShapeError("A", f"jacobi needs a square matrix A, got {shown(m)}x{shown(n)}")
     if length != n:
-        raise ShapeError("b", f"A is {m}x{n} so b needs {n} elements, got {length}")
+        raise ShapeError(
+            "b", f"A is {shown(m)}x{shown(n)} so b needs {shown(n)} elements, got {shown(length)}"
+        )
     return (n,)
 
 

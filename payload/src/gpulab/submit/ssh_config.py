@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from gpulab._shown import shown
 from gpulab.submit.ssh import SshTarget, parse_target
 
 # Seconds `ssh -G` may take (a `Match exec` block runs a command).
@@ -162,10 +163,12 @@ def resolve_target(
         )
     except subprocess.TimeoutExpired:
         raise ValueError(
-            f"--host {text}: {shlex.join(argv)} took over {RESOLVE_TIMEOUT_S:g} s"
+            f"--host {shown(text, quote=False)}: {shown(shlex.join(argv), quote=False)} took "
+            f"over {RESOLVE_TIMEOUT_S:g} s"
         ) from None
     if done.returncode != 0:
         # Its first line names the file and line; the last only says it stopped.
         reason = done.stderr.strip().splitlines()[:1] or [f"exit status {done.returncode}"]
-        raise ValueError(f"--host {text}: {shlex.join(argv)}: {reason[0]}")
+        command = shown(shlex.join(argv), quote=False)
+        raise ValueError(f"--host {shown(text, quote=False)}: {command}: {reason[0]}")
     return target_from_settings(alias, parse_ssh_g(done.stdout), identity, known_hosts, config)
