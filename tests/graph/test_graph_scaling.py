@@ -13,9 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
+from unittest import mock
 
 import pytest
 from gpulab.backends.runner import split
+from gpulab.cli import graph_file
+from gpulab.cli.main import main
 from gpulab.graph import load_graph, schedule, validate
 from gpulab.graph.schedule import peak_bytes
 
@@ -141,3 +144,25 @@ def test_the_peak_of_a_large_graph_is_the_schedules(tmp_path: Path) -> None:
     # n10 stays (an output), so from n12 on three vectors of 16 bytes are held at once.
     assert (plan.peak_bytes, plan.peak_after) == peak_bytes(graph) == (3 * 16, "n12")
     assert (plan.releases["n10"], plan.releases["n12"]) == (("n9",), ("n11",))
+
+
+def test_a_command_freezes_its_graph_and_hands_the_collector_back(
+    many_nodes_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The graph is frozen out of the collector's walks while the command runs (the first
+    # collection after loading walked 10^6 nodes' objects for half a second), and given back
+    # after, so that a program calling main() again keeps a collector that sees its garbage.
+    frozen: list[int] = []
+    real_freeze = gc.freeze
+
+    def freeze_and_count() -> None:
+        real_freeze()
+        frozen.append(gc.get_freeze_count())
+
+    before = gc.get_freeze_count()
+    with mock.patch.object(graph_file.gc, "freeze", freeze_and_count):
+        assert main(["validate", str(many_nodes_file)]) == 0
+    assert capsys.readouterr().out == "ok\n"
+    assert len(frozen) == 1
+    assert frozen[0] > before + NODES  # the graph's objects, and whatever else was there
+    assert gc.get_freeze_count() == before

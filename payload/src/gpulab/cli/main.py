@@ -32,6 +32,7 @@ from gpulab.cli.errors import (
     EXIT_TERMINATED,
     EXIT_UNAVAILABLE,
 )
+from gpulab.cli.graph_file import collector_handed_back
 from gpulab.cli.output import say
 from gpulab.cli.signals import Terminated, sigterm_unwinds
 
@@ -71,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; errors become one line on stderr and the contract's exit code."""
     args = build_parser().parse_args(argv)
     try:
-        with sigterm_unwinds():
+        with sigterm_unwinds(), collector_handed_back():
             code: int = args.handler(args)
         return code
     except Terminated:

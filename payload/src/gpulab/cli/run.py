@@ -15,7 +15,7 @@ from gpulab.backends.names import BACKEND_NAMES
 from gpulab.cli.arguments import add_backend, add_device, add_graph
 from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME
 from gpulab.cli.graph_errors import guarded
-from gpulab.cli.graph_file import load_for_process
+from gpulab.cli.graph_file import load_for_command
 from gpulab.cli.output import say, warn
 
 BUDGET_ENV = "GPULAB_MEMORY_BUDGET"
@@ -119,7 +119,7 @@ def _run_graph(args: argparse.Namespace) -> int:
     budget = _budget(args)
     with Runner(args.backend, args.device, budget) as runner:
         started = time.perf_counter()
-        graph = load_for_process(args.graph, limit=runner.memory_limit())
+        graph = load_for_command(args.graph, limit=runner.memory_limit())
         load_ms = (time.perf_counter() - started) * 1e3
         warn(args.graph, graph.warnings)
         target = prepare_output(
