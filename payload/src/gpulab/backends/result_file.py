@@ -224,7 +224,7 @@ def check_result_fits(
         if size.file_bytes > free:
             raise OutputFailed(
                 f"--output {target}: the result JSON{flag} needs about {_size(size.file_bytes)}, "
-                f"only {_size(free)} are free in {target.path.absolute().parent}"
+                f"only {_size(free)} are free in {_path_shown(target.path.absolute().parent)}"
             )
     return size
 
