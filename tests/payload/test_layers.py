@@ -13,6 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "payload" / "src" / "gpulab"
 LAYER = {
     "_lazy": 0,
     "_closeable": 0,
+    "_shown": 0,
     "_version": 0,
     "vk": 1,
     "native": 1,

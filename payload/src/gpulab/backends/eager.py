@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpulab._shown import shown
 from gpulab.backends.base import FloatArray, OperationExecutor, Segment, SegmentRun, Values
 from gpulab.backends.errors import BackendUnavailable, ExecutionFailed
 from gpulab.graph import Literal, Node
@@ -74,7 +75,7 @@ class EagerExecutor(OperationExecutor):
             else:
                 result = self.kernel(node.op)(**arguments)
         except MemoryError as exc:
-            raise ExecutionFailed(f"node {node.id!r} ({node.op}): out of host memory") from exc
+            raise ExecutionFailed(f"node {shown(node.id)} ({node.op}): out of host memory") from exc
         return np.asarray(result, dtype=np.float32), report
 
     def close(self) -> None:
@@ -116,7 +117,7 @@ class NativeExecutor(EagerExecutor):
         except ValueError as exc:
             if node.op == "normalize":
                 raise NumericalError(str(exc)) from exc
-            raise ExecutionFailed(f"node {node.id!r} ({node.op}): {exc}") from exc
+            raise ExecutionFailed(f"node {shown(node.id)} ({node.op}): {exc}") from exc
 
 
 def cpu_executor() -> EagerExecutor:

@@ -1,8 +1,12 @@
 """Where a result JSON goes: checked before the run, streamed, and replaced atomically.
 
-A regular file is written to a temporary file in its folder, flushed to disk and renamed over
+The result goes to a temporary file in the target's folder, flushed to disk and renamed over
 the target, so a failed write (disk full, file size limit) leaves the previous result whole.
-A device or FIFO (`/dev/null`, `/dev/full`) is written in place; `-` is stdout.
+Only a regular file is replaced, never through a symbolic link, and never one in /proc or /sys;
+`-` (and /dev/stdout) is stdout. The folder is held open by descriptor while it is checked and
+written, and every step names the file relative to it, so that nobody can redirect the write
+between the check and the rename: not by a link planted in a shared folder (a job folder on
+NFS), nor by swapping the folder itself while the graph runs.
 """
 
 from __future__ import annotations
@@ -10,19 +14,23 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import secrets
 import shutil
 import stat
 import sys
-import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from gpulab._shown import PATH_LIMIT, shown
+from gpulab.backends.file_system import kernel_file_system
 from gpulab.graph import Graph, MemoryLimit, nbytes
 from gpulab.graph.model import NpyFile
 
 STDOUT = "-"
+STDOUT_ALIASES = (STDOUT, "/dev/stdout")
+"""Names of stdout: written to this process's own stream, no path opened."""
 DATA_LIMIT = 65536
 """Outputs with more elements than this carry only their summary unless `full` is asked."""
 JSON_NUMBER_BYTES = 32
@@ -31,6 +39,8 @@ PYTHON_NUMBER_BYTES = 32
 """Bytes of one number while written: a Python float (24) and its list slot (8)."""
 OUTPUT_OVERHEAD_BYTES = 512
 """The JSON of one output besides its data: type, shape, summary."""
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 class OutputRefused(ValueError):
@@ -43,12 +53,13 @@ class OutputFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class OutputTarget:
-    """Where a result goes: `path` None is stdout; `in_place` writes a device or FIFO directly."""
+    """Where a result goes: `path` None is stdout; otherwise a regular file that a rename
+    replaces, in the folder that had `folder_id` (device, inode) when it was checked."""
 
     path: Path | None
-    in_place: bool = False
     name: str = STDOUT
     """The path as the user gave it, for messages."""
+    folder_id: tuple[int, int] | None = None
 
     def __str__(self) -> str:
         return self.name
@@ -81,45 +92,103 @@ def _same_file(status: os.stat_result, others: Iterable[Path]) -> Path | None:
     return None
 
 
+def _path_shown(path: str | Path) -> str:
+    return shown(str(path), quote=False, limit=PATH_LIMIT)
+
+
 def input_files(graph: Graph) -> list[Path]:
     """The .npy files a graph reads."""
     return [spec.source.path for spec in graph.inputs.values() if isinstance(spec.source, NpyFile)]
 
 
-def output_target(output: str | None, inputs: Iterable[Path]) -> OutputTarget:
-    """Check `output` before anything runs: its folder exists and is writable, it is not a
-    directory, and it is none of `inputs` (the graph and its files), which it would replace."""
-    if output is None or output == STDOUT:
-        return OutputTarget(None)
-    path = Path(output)
+@contextlib.contextmanager
+def _open_folder(path: Path, name: str) -> Iterator[int]:
+    """The folder of `path`, open (OutputRefused when it is missing or no folder)."""
+    folder = path.parent
     try:
-        status: os.stat_result | None = path.stat()
+        handle = os.open(folder, _FOLDER)
     except FileNotFoundError:
-        status = None
+        where = _path_shown(folder.absolute())
+        raise OutputRefused(f"--output {name}: the folder {where} does not exist") from None
     except NotADirectoryError:
-        folder = path.absolute().parent
-        raise OutputRefused(f"--output {output}: {folder} is not a folder") from None
+        where = _path_shown(folder.absolute())
+        raise OutputRefused(f"--output {name}: {where} is not a folder") from None
     except OSError as exc:
-        raise OutputRefused(f"--output {output}: {exc.strerror or exc}") from None
-    if status is not None:
-        if stat.S_ISDIR(status.st_mode):
-            raise OutputRefused(f"--output {output}: is a directory")
-        same = _same_file(status, inputs)
-        if same is not None:
-            raise OutputRefused(f"--output {output}: is the input {same}, which it would replace")
-        if not stat.S_ISREG(status.st_mode):
-            return OutputTarget(path, in_place=True, name=output)
-    # A symbolic link stays: the file it names is replaced. /dev/stdout redirected to a file
-    # is written in place (the rename would replace the link in /dev).
-    resolved = Path(os.path.realpath(path))
-    if resolved.parts[1:2] in (("dev",), ("proc",)) or path.absolute().parts[1:2] == ("dev",):
-        return OutputTarget(path, in_place=True, name=output)
-    folder = resolved.parent
-    if not folder.is_dir():
-        raise OutputRefused(f"--output {output}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise OutputRefused(f"--output {output}: the folder {folder} is not writable")
-    return OutputTarget(resolved, name=output)
+        raise OutputRefused(f"--output {name}: {exc.strerror or exc}") from None
+    try:
+        yield handle
+    finally:
+        os.close(handle)
+
+
+def _existing(folder: int, entry: str, name: str, inputs: Iterable[Path]) -> os.stat_result | None:
+    """The regular file `entry` names in the open `folder`, None if there is none yet;
+    OutputRefused for anything else there: a link is not followed, a device or FIFO not
+    opened, a directory or the graph's own files not replaced."""
+    if entry in ("", ".", ".."):
+        raise OutputRefused(f"--output {name}: is a directory")
+    try:
+        status = os.stat(entry, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise OutputRefused(f"--output {name}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(status.st_mode):
+        raise OutputRefused(
+            f"--output {name}: is a symbolic link; a result is never written through one "
+            "(a link planted in a shared folder could point anywhere): name the file itself"
+        )
+    if stat.S_ISDIR(status.st_mode):
+        raise OutputRefused(f"--output {name}: is a directory")
+    same = _same_file(status, inputs)
+    if same is not None:
+        raise OutputRefused(
+            f"--output {name}: is the input {_path_shown(same)}, which it would replace"
+        )
+    if not stat.S_ISREG(status.st_mode):
+        raise OutputRefused(
+            f"--output {name}: is not a regular file (a device, FIFO or socket); a result "
+            "goes into a regular file, or to stdout with `-o -`"
+        )
+    return status
+
+
+def _check_folder(folder: int, path: Path, name: str) -> None:
+    try:
+        longest = os.fpathconf(folder, "PC_NAME_MAX")
+    except OSError:
+        longest = 255  # Linux's NAME_MAX, where the file system does not say
+    if len(os.fsencode(_temporary_name(path.name))) > longest:
+        raise OutputRefused(
+            f"--output {name}: the name is too long for its temporary file beside it "
+            f"(names here have at most {longest} bytes)"
+        )
+    kernel = kernel_file_system(folder)
+    if kernel is not None:
+        raise OutputRefused(
+            f"--output {name}: is in the kernel's {kernel} file system, whose files are "
+            "settings, not results"
+        )
+    if not os.access(".", os.W_OK | os.X_OK, dir_fd=folder):
+        where = _path_shown(path.parent.absolute())
+        raise OutputRefused(f"--output {name}: the folder {where} is not writable")
+
+
+def output_target(output: str | None, inputs: Iterable[Path]) -> OutputTarget:
+    """Check `output` before anything runs: its folder exists and is writable (and holds
+    files, not kernel settings), and it names a new file or a regular one (not a link, device,
+    FIFO or directory) that is none of `inputs` (the graph and its files)."""
+    if output is None or output in STDOUT_ALIASES:
+        return OutputTarget(None)
+    name = _path_shown(output)
+    if "\0" in output:
+        raise OutputRefused(f"--output {name}: a path cannot hold a NUL character")
+    path = Path(output)
+    with _open_folder(path, name) as folder:
+        _existing(folder, path.name, name, inputs)
+        _check_folder(folder, path, name)
+        folder_status = os.fstat(folder)
+    return OutputTarget(path, name, (folder_status.st_dev, folder_status.st_ino))
 
 
 def result_size(graph: Graph, full: bool) -> ResultSize:
@@ -150,12 +219,12 @@ def check_result_fits(
             f"besides the outputs' {_size(held)}, only {_size(memory.bytes)} of {memory.what} "
             "exist"
         )
-    if target.path is not None and not target.in_place:
+    if target.path is not None:
         free = shutil.disk_usage(target.path.absolute().parent).free
         if size.file_bytes > free:
             raise OutputFailed(
                 f"--output {target}: the result JSON{flag} needs about {_size(size.file_bytes)}, "
-                f"only {_size(free)} are free in {target.path.absolute().parent}"
+                f"only {_size(free)} are free in {_path_shown(target.path.absolute().parent)}"
             )
     return size
 
@@ -169,53 +238,65 @@ def prepare_output(
     return target
 
 
-def _new_file_mode(path: Path) -> int:
-    """The mode the replaced file had, else what the umask gives a new file."""
-    with contextlib.suppress(OSError):
-        return stat.S_IMODE(path.stat().st_mode)
+def _new_file_mode(replaced: os.stat_result | None) -> int:
+    """The permission bits of the replaced file when it is this user's own (set-user-ID and
+    the like dropped), else what the umask gives a new file: a file another user planted
+    lends its mode to nothing."""
+    if replaced is not None and replaced.st_uid == os.geteuid():
+        return stat.S_IMODE(replaced.st_mode) & 0o777
     umask = os.umask(0)
     os.umask(umask)
     return 0o666 & ~umask
 
 
-def _replace(path: Path, write: Callable[[TextIO], None]) -> None:
-    folder = path.absolute().parent
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(handle, _new_file_mode(path))
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            write(stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    # The rename itself reaches the disk with the folder's entry.
-    with contextlib.suppress(OSError):
-        directory = os.open(folder, os.O_RDONLY)
+def _temporary_name(entry: str) -> str:
+    return f".{entry}.{secrets.token_hex(8)}.tmp"
+
+
+def _replace(path: Path, target: OutputTarget, write: Callable[[TextIO], None]) -> None:
+    entry = path.name
+    with _open_folder(path, target.name) as folder:
+        found = os.fstat(folder)
+        if (found.st_dev, found.st_ino) != target.folder_id:
+            where = _path_shown(path.parent.absolute())
+            raise OutputRefused(
+                f"--output {target}: the folder {where} was replaced while the graph ran; "
+                "nothing was written"
+            )
+        replaced = _existing(folder, entry, target.name, ())
+        # 64 random bits and O_EXCL: a file by this name is one this call made, so an
+        # interruption at any point (SIGTERM included) removes exactly it.
+        temporary = _temporary_name(entry)
         try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+            handle = os.open(temporary, _NEW_FILE, 0o600, dir_fd=folder)
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                os.fchmod(handle, _new_file_mode(replaced))
+                write(stream)
+                stream.flush()
+                os.fsync(handle)
+            os.rename(temporary, entry, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=folder)
+            raise
+        # The rename itself reaches the disk with the folder's entry.
+        with contextlib.suppress(OSError):
+            os.fsync(folder)
 
 
 def write_result(target: OutputTarget, write: Callable[[TextIO], None]) -> None:
-    """Run `write` on the target's stream; OutputFailed (the old file kept) when it fails."""
+    """Run `write` on the target's stream; OutputFailed (the old file kept) when it fails,
+    OutputRefused when the target changed since it was checked into something refused."""
     try:
         if target.path is None:
             write(sys.stdout)
             sys.stdout.flush()
-        elif target.in_place:
-            with target.path.open("w", encoding="utf-8") as stream:
-                write(stream)
         else:
-            _replace(target.path, write)
+            _replace(target.path, target, write)
     except BrokenPipeError:
         raise  # the reader left early: not a failure of ours (see cli.main)
     except OSError as exc:
-        kept = "" if target.path is None or target.in_place else "; the previous file is unchanged"
+        kept = "" if target.path is None else "; the previous file is unchanged"
         raise OutputFailed(
             f"--output {target}: cannot write the result: {exc.strerror or exc}{kept}"
         ) from None

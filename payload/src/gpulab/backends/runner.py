@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpulab._closeable import Closeable
+from gpulab._shown import shown
 from gpulab.backends.base import (
     RUN_PHASES,
     FloatArray,
@@ -254,7 +255,7 @@ class Runner(Closeable):
             finite = np.isfinite(value)
             if not finite.all():
                 raise NumericalError(
-                    f"node {node.id!r} ({node.op}): {value.size - int(finite.sum())} of "
+                    f"node {shown(node.id)} ({node.op}): {value.size - int(finite.sum())} of "
                     f"{value.size} values are not finite (an overflow, or a singular or "
                     "diverging system)"
                 )

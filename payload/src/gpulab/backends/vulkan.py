@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpulab._shown import shown
 from gpulab.backends.base import FloatArray, OperationExecutor, Segment, SegmentRun, Values
 from gpulab.backends.errors import BackendUnavailable, ExecutionFailed
 from gpulab.graph import Literal, Node, nbytes
@@ -59,7 +60,7 @@ class ValueTooLarge(OutOfMemoryError):
     def __init__(self, name: str, request: int, heap: int, limit: int) -> None:
         super().__init__(request, "device", heap, 0, limit)
         self.value = name
-        self.args = (f"value {name!r}: {self.args[0]}",)
+        self.args = (f"value {shown(name)}: {self.args[0]}",)
 
 
 def physical_device(index: int) -> PhysicalDevice:
@@ -182,7 +183,7 @@ class _Recording:
                 scratch=take,
             )
         except ValueError as exc:
-            raise ExecutionFailed(f"node {node.id!r}: {exc}") from exc
+            raise ExecutionFailed(f"node {shown(node.id)}: {exc}") from exc
 
     def run(self, values: Mapping[str, FloatArray], files: Mapping[str, NpyFile]) -> SegmentRun:
         """Upload `values` (and read `files` into their buffers), submit, read back."""
@@ -205,7 +206,7 @@ class _Recording:
         wall_ms = (finished - submitted) * 1e3
         for node, norm in self.norms:
             if float(executor.stager.download(norm, ())) == 0.0:
-                raise NumericalError(f"normalize: x has norm 0 (node {node.id!r})")
+                raise NumericalError(f"normalize: x has norm 0 (node {shown(node.id)})")
         graph = self.segment.graph
         outputs = [name for name in self.patterns if name in graph.output_set]
         exported = {

@@ -3,14 +3,39 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
+from gpulab._shown import VALUE_LIMIT, shown
 from gpulab.backends import BACKENDS
 
 BACKEND_HELP = (
     "where the ops run: auto (Vulkan when a device exists, else cpu), cpu (numpy), "
     "native (the C library) or vulkan (default: %(default)s)"
 )
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose error lines cut the arguments they quote, as shown() does:
+    argparse formats them itself (`invalid choice: '...'`, `unrecognized arguments: ...`)."""
+
+    _arguments: Sequence[str] = ()
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: Any = None
+    ) -> tuple[Any, list[str]]:
+        # Each subcommand's parser is called with its own arguments, so each knows what
+        # its messages can quote.
+        self._arguments = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        long = sorted({a for a in self._arguments if len(a) > VALUE_LIMIT}, key=len, reverse=True)
+        for argument in long:
+            message = message.replace(repr(argument), shown(argument))
+            message = message.replace(argument, shown(argument, quote=False))
+        super().error(message)
 
 
 def device_index(text: str) -> int:
@@ -20,7 +45,7 @@ def device_index(text: str) -> int:
     except ValueError:
         index = -1
     if index < 0:
-        raise argparse.ArgumentTypeError(f"expected a device index (0, 1, ...), got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a device index (0, 1, ...), got {shown(text)}")
     return index
 
 

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from gpulab._shown import shown
 from gpulab.cli.arguments import add_device
 from gpulab.cli.errors import EXIT_OK
 from gpulab.cli.output import say
@@ -66,7 +67,7 @@ def _size(text: str) -> int:
     except ValueError:
         value = 0
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive size, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive size, got {shown(text)}")
     return value
 
 

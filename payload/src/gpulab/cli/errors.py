@@ -9,6 +9,8 @@ EXIT_UNAVAILABLE = 3
 EXIT_RUNTIME = 4
 EXIT_INTERRUPTED = 130
 """The shell's status for a command stopped by Ctrl-C (128 + SIGINT)."""
+EXIT_TERMINATED = 143
+"""The shell's status for a command stopped by SIGTERM (128 + SIGTERM): scancel, preemption."""
 
 EXIT_MEANINGS = {
     EXIT_OK: "success",
@@ -18,5 +20,7 @@ EXIT_MEANINGS = {
     "that runs its commands)",
     EXIT_RUNTIME: "a runtime failure, with its reason: out of device memory, device lost, a "
     "numerical check failed, a Slurm job failed",
-    EXIT_INTERRUPTED: "submit --wait stopped by Ctrl-C (the job goes on)",
+    EXIT_INTERRUPTED: "stopped by Ctrl-C (submit --wait: the job goes on)",
+    EXIT_TERMINATED: "stopped by SIGTERM (scancel, preemption); a result being written is "
+    "removed, an earlier one kept",
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpulab._shown import PATH_LIMIT, shown
 from gpulab.backends import OutputFailed
 from gpulab.backends.errors import failed_errors, unavailable_errors
 from gpulab.cli.errors import EXIT_INPUT, EXIT_RUNTIME, EXIT_UNAVAILABLE
@@ -18,7 +19,7 @@ def guarded(graph: str, action: Callable[[], int]) -> int:
         return action()
     except GraphInvalid as invalid:
         for problem in invalid.errors:
-            say(f"{graph}: {problem}")
+            say(f"{shown(graph, quote=False, limit=PATH_LIMIT)}: {problem}")
         return EXIT_INPUT
     except unavailable_errors() as exc:
         say(str(exc))

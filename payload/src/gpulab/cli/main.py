@@ -22,8 +22,19 @@ from gpulab.cli import (
     submit,
     validate,
 )
+from gpulab.cli.arguments import Parser
 from gpulab.cli.epilog import epilog
-from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME, EXIT_UNAVAILABLE
+from gpulab.cli.errors import (
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_TERMINATED,
+    EXIT_UNAVAILABLE,
+)
+from gpulab.cli.graph_file import collector_handed_back
+from gpulab.cli.output import say
+from gpulab.cli.signals import Terminated, sigterm_unwinds
 
 COMMANDS = (
     devices,
@@ -44,7 +55,7 @@ kernels, numpy) only when it runs, so `gpulab --help` and the light commands sta
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand (argparse exits 2 on bad flags)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gpulab",
         description="A small Vulkan compute framework.",
         epilog=epilog(),
@@ -61,8 +72,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; errors become one line on stderr and the contract's exit code."""
     args = build_parser().parse_args(argv)
     try:
-        code: int = args.handler(args)
+        with sigterm_unwinds(), collector_handed_back():
+            code: int = args.handler(args)
         return code
+    except Terminated:
+        say("stopped by SIGTERM")
+        return EXIT_TERMINATED
+    except KeyboardInterrupt:
+        say("stopped by Ctrl-C")
+        return EXIT_INTERRUPTED
     except unavailable_errors() as exc:
         print(f"gpulab: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE

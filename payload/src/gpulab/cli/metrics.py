@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpulab._shown import PATH_LIMIT, shown
 from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_RUNTIME
 
 
@@ -20,7 +21,7 @@ def _count(text: str) -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a count (0, 1, ...), got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a count (0, 1, ...), got {shown(text)}")
     return value
 
 
@@ -59,7 +60,8 @@ def main(args: argparse.Namespace) -> int:
         print("gpulab metrics: give --slurm, --gpu or both", file=sys.stderr)
         return EXIT_INPUT
     if args.textfile is not None and args.textfile.suffix != ".prom":
-        print(f"gpulab metrics: --textfile {args.textfile}: must end in .prom", file=sys.stderr)
+        textfile = shown(str(args.textfile), quote=False, limit=PATH_LIMIT)
+        print(f"gpulab metrics: --textfile {textfile}: must end in .prom", file=sys.stderr)
         return EXIT_INPUT
     from gpulab import metrics  # noqa: PLC0415  (the GPU part loads numpy and Vulkan)
 
@@ -69,9 +71,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         text = metrics.write(families, args.textfile)
     except OSError as exc:
-        print(
-            f"gpulab metrics: cannot write {args.textfile}: {exc.strerror or exc}", file=sys.stderr
-        )
+        textfile = shown(str(args.textfile), quote=False, limit=PATH_LIMIT)
+        print(f"gpulab metrics: cannot write {textfile}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_RUNTIME
     if args.textfile is None:
         sys.stdout.write(text)

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from gpulab._shown import PATH_LIMIT, shown
 from gpulab.backends import OutputFailed, OutputRefused, output_target, write_result
 from gpulab.graph import Problem
 from gpulab.graph.problems import one_line
@@ -36,4 +37,4 @@ def write_json(document: dict[str, Any], output: str | None) -> bool:
 def warn(graph: str, warnings: tuple[Problem, ...]) -> None:
     """The graph's warnings (unused inputs and nodes), one line each."""
     for problem in warnings:
-        say(f"{graph}: warning: {problem}")
+        say(f"{shown(graph, quote=False, limit=PATH_LIMIT)}: warning: {problem}")

@@ -10,12 +10,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpulab._shown import PATH_LIMIT, shown
 from gpulab.backends.names import BACKEND_NAMES
 from gpulab.cli.arguments import add_backend, add_device, add_graph
 from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME
 from gpulab.cli.graph_errors import guarded
+from gpulab.cli.graph_file import load_for_command
 from gpulab.cli.output import say, warn
-from gpulab.graph import load_graph
 
 BUDGET_ENV = "GPULAB_MEMORY_BUDGET"
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -26,7 +27,8 @@ def memory_size(text: str) -> int:
     match = re.fullmatch(r"\s*(\d{1,16})\s*([kmgt]?)(?:i?b)?\s*", text, re.IGNORECASE)
     if match is None or int(match[1]) < 1:
         raise argparse.ArgumentTypeError(
-            f"expected a number of bytes of at least 1 (such as 1048576, 64M, 2GiB), got {text!r}"
+            "expected a number of bytes of at least 1 (such as 1048576, 64M, 2GiB), "
+            f"got {shown(text)}"
         )
     return int(match[1]) * _UNITS[match[2].lower()]
 
@@ -117,7 +119,7 @@ def _run_graph(args: argparse.Namespace) -> int:
     budget = _budget(args)
     with Runner(args.backend, args.device, budget) as runner:
         started = time.perf_counter()
-        graph = load_graph(args.graph, limit=runner.memory_limit())
+        graph = load_for_command(args.graph, limit=runner.memory_limit())
         load_ms = (time.perf_counter() - started) * 1e3
         warn(args.graph, graph.warnings)
         target = prepare_output(
@@ -128,7 +130,7 @@ def _run_graph(args: argparse.Namespace) -> int:
         result = runner.run(graph, compare=args.compare)
         result.phases["load_ms"] = load_ms
         for note in result.warnings[len(graph.warnings) :]:  # the run's own, after the graph's
-            say(f"{args.graph}: warning: {note}")
+            say(f"{shown(args.graph, quote=False, limit=PATH_LIMIT)}: warning: {note}")
         if runner.device_warning is not None:
             say(runner.device_warning)
         if runner.fallback is not None:
@@ -144,7 +146,7 @@ def _run_graph(args: argparse.Namespace) -> int:
         for name, error in comparison["max_rel_err"].items():
             if error > comparison["rtol"]:
                 say(
-                    f"--compare {args.compare}: output {name!r} differs by {error:.3g} "
+                    f"--compare {args.compare}: output {shown(name)} differs by {error:.3g} "
                     f"(relative), more than {comparison['rtol']:g}"
                 )
         return EXIT_RUNTIME

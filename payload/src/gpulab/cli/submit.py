@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from gpulab._shown import PATH_LIMIT, shown
 from gpulab.cli.arguments import add_backend, add_graph
 from gpulab.cli.errors import (
     EXIT_INPUT,
@@ -47,25 +48,29 @@ def _seconds(text: str) -> float:
     except ValueError:
         value = -1.0
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {shown(text)}")
     return value
 
 
 def _port(text: str) -> int:
     if not text.isdigit() or not 0 < int(text) < 65536:
-        raise argparse.ArgumentTypeError(f"expected a TCP port (1-65535), got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a TCP port (1-65535), got {shown(text)}")
     return int(text)
 
 
 def _gpus(text: str) -> int:
     if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a number of GPUs (0 or more), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a number of GPUs (0 or more), got {shown(text)}"
+        )
     return int(text)
 
 
 def _shards(text: str) -> int:
     if not text.isdigit() or int(text) == 0:
-        raise argparse.ArgumentTypeError(f"expected a number of shards (1 or more), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a number of shards (1 or more), got {shown(text)}"
+        )
     return int(text)
 
 
@@ -168,9 +173,10 @@ def _flag_problems(args: argparse.Namespace) -> list[str]:
         if not args.wait and getattr(args, name) is not None
     ]
     if args.output is not None and not Path(args.output).resolve().parent.is_dir():
-        problems.append(f"--output {args.output}: its folder does not exist")
+        output = shown(args.output, quote=False, limit=PATH_LIMIT)
+        problems.append(f"--output {output}: its folder does not exist")
     if not args.shared_dir.startswith("/"):
-        problems.append(f"--shared-dir {args.shared_dir!r}: must be an absolute path")
+        problems.append(f"--shared-dir {shown(args.shared_dir)}: must be an absolute path")
     return problems
 
 

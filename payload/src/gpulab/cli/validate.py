@@ -8,8 +8,8 @@ from typing import Any
 from gpulab.cli.arguments import add_graph
 from gpulab.cli.errors import EXIT_OK
 from gpulab.cli.graph_errors import guarded
+from gpulab.cli.graph_file import load_for_command
 from gpulab.cli.output import warn
-from gpulab.graph import load_graph
 
 
 def add_parser(commands: Any) -> None:
@@ -20,7 +20,7 @@ def add_parser(commands: Any) -> None:
 
 
 def _validate(path: str) -> int:
-    graph = load_graph(path)
+    graph = load_for_command(path)
     warn(path, graph.warnings)
     print("ok")
     return EXIT_OK

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gpulab._shown import shown
 from gpulab.graph.problems import Problem
 
 FLOAT32_MAX = 3.4028234663852886e38
@@ -14,6 +15,8 @@ FLOAT32_MAX = 3.4028234663852886e38
 
 def is_number(value: Any) -> bool:
     """A JSON number (not a boolean) that float32 holds: finite, at most FLOAT32_MAX in size."""
+    if type(value) is float:  # the common case first, in one step: NaN compares false too
+        return -FLOAT32_MAX <= value <= FLOAT32_MAX
     if not isinstance(value, int | float) or isinstance(value, bool):
         return False
     try:
@@ -25,7 +28,10 @@ def is_number(value: Any) -> bool:
 def number_problem(value: Any) -> str:
     """Why `value` is not a graph number."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return f"must be a finite float32 number (at most {FLOAT32_MAX:.8g} in size), got {value!r}"
+        return (
+            f"must be a finite float32 number (at most {FLOAT32_MAX:.8g} in size), "
+            f"got {shown(value)}"
+        )
     return f"must be a finite number, got {type_name(value)}"
 
 
@@ -86,7 +92,7 @@ def count(
         problems.append(Problem(path, f"must be an integer, got {type_name(value)}", node))
         return None
     if value < minimum:
-        problems.append(Problem(path, f"must be at least {minimum}, got {int(value)}", node))
+        problems.append(Problem(path, f"must be at least {minimum}, got {shown(int(value))}", node))
         return None
     return int(value)
 

@@ -6,6 +6,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from gpulab._shown import PATH_LIMIT, shown
 from gpulab.graph._json import (
     FLOAT32_MAX,
     count,
@@ -126,14 +127,15 @@ def _data(
 def _not_a_file(resolved: Path) -> str | None:
     """Why `resolved` cannot be read as an array file, or None. Only regular files (symlinks
     followed): opening a named pipe would block forever, a device would never end."""
+    where = shown(str(resolved), quote=False, limit=PATH_LIMIT)
     try:
         mode = resolved.stat().st_mode
     except FileNotFoundError:
-        return f"no such file (looked for {resolved})"
+        return f"no such file (looked for {where})"
     except (OSError, ValueError) as exc:
         return f"cannot be read ({getattr(exc, 'strerror', None) or exc})"
     if not stat.S_ISREG(mode):
-        return f"not a regular file (looked at {resolved})"
+        return f"not a regular file (looked at {where})"
     return None
 
 
@@ -163,38 +165,39 @@ def _file(
     kind: Kind, raw: Any, path: str, base_dir: Path, problems: list[Problem]
 ) -> tuple[Shape | None, Source | None]:
     if not isinstance(raw, str) or not raw.endswith(".npy") or "\0" in raw:
-        problems.append(Problem(path, f"must be the path of a .npy file, got {raw!r}"))
+        problems.append(Problem(path, f"must be the path of a .npy file, got {shown(raw)}"))
         return None, None
+    name = shown(raw, quote=False, limit=PATH_LIMIT)
     if Path(raw).is_absolute():
         problems.append(
-            Problem(path, f"{raw}: must be relative to the graph file's folder, not absolute")
+            Problem(path, f"{name}: must be relative to the graph file's folder, not absolute")
         )
         return None, None
     resolved = base_dir / raw
     problem = _not_a_file(resolved)
     if problem is not None:
-        problems.append(Problem(path, f"{raw}: {problem}"))
+        problems.append(Problem(path, f"{name}: {problem}"))
         return None, None
     import numpy as np  # noqa: PLC0415 - only file inputs need numpy to validate
 
     try:
         array = np.load(resolved, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as exc:
-        problems.append(Problem(path, f"{raw}: not a readable .npy array ({exc})"))
+        problems.append(Problem(path, f"{name}: not a readable .npy array ({exc})"))
         return None, None
     shape = tuple(int(d) for d in array.shape)
     if array.dtype.kind not in "fiu":
-        problems.append(Problem(path, f"{raw}: holds {array.dtype}, expected numbers"))
+        problems.append(Problem(path, f"{name}: holds {array.dtype}, expected numbers"))
         return None, None
     if len(shape) != kind.ndim:
-        problems.append(Problem(path, f"{raw}: has shape {list(shape)}, expected a {kind.value}"))
+        problems.append(Problem(path, f"{name}: has shape {list(shape)}, expected a {kind.value}"))
         return None, None
     if 0 in shape:
-        problems.append(Problem(path, f"{raw}: is empty (shape {list(shape)})"))
+        problems.append(Problem(path, f"{name}: is empty (shape {list(shape)})"))
         return None, None
     bad = _first_non_float32(array)
     if bad is not None:
-        problems.append(Problem(path, f"{raw}: {bad}"))
+        problems.append(Problem(path, f"{name}: {bad}"))
         return None, None
     return shape, NpyFile(resolved)
 
@@ -209,7 +212,9 @@ def parse_input(name: str, raw: Any, base_dir: Path, problems: list[Problem]) ->
         kind = Kind(type_text)
     except ValueError:
         problems.append(
-            Problem(f"{path}.type", f"must be one of scalar, vector, matrix, got {type_text!r}")
+            Problem(
+                f"{path}.type", f"must be one of scalar, vector, matrix, got {shown(type_text)}"
+            )
         )
         return None
     unknown_keys(raw, ("type", "description", *ALL_SOURCES), path, problems)

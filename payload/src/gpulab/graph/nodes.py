@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
+from gpulab._shown import shown
 from gpulab.graph._json import (
     expect_object,
     is_integer,
@@ -13,24 +16,25 @@ from gpulab.graph._json import (
     type_name,
     unknown_keys,
 )
-from gpulab.graph.model import BACKEND_NAMES, Argument, Literal, Ref
+from gpulab.graph.model import BACKEND_NAMES, Argument, Arguments, Literal, Ref
 from gpulab.graph.problems import Problem
 from gpulab.ops import OPS, Kind, OpSpec, ParamSpec
 
 NODE_KEYS = ("id", "op", "inputs", "params", "backend", "description")
+_NODE_KEY_SET = frozenset(NODE_KEYS)
 PARAM_MAXIMUM: dict[str, int] = {"iterations": 100_000}
 """Upper bounds of integer params. Jacobi records one dispatch per step on Vulkan: a count
 beyond this is a runaway loop (or a denial of service), not a setting; use `tolerance`."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ParsedNode:
     """A node whose own fields are well formed; references and shapes are checked later."""
 
     id: str
     op: OpSpec
-    inputs: dict[str, Argument]
-    params: dict[str, Any]
+    inputs: Arguments
+    params: Mapping[str, Any]
     backend: str | None
     index: int
 
@@ -74,7 +78,7 @@ def _param(param: ParamSpec, raw: Any, path: str, node: str, problems: list[Prob
         value: float = int(raw)
         most = PARAM_MAXIMUM.get(param.name)
         if most is not None and value > most:
-            problems.append(Problem(path, f"must be at most {most}, got {int(raw)}", node))
+            problems.append(Problem(path, f"must be at most {most}, got {shown(int(raw))}", node))
             return None
     else:
         if not is_number(raw):
@@ -85,7 +89,9 @@ def _param(param: ParamSpec, raw: Any, path: str, node: str, problems: list[Prob
         too_small = value <= param.minimum if param.exclusive_minimum else value < param.minimum
         if too_small:
             bound = "greater than" if param.exclusive_minimum else "at least"
-            problems.append(Problem(path, f"must be {bound} {param.minimum:g}, got {raw}", node))
+            problems.append(
+                Problem(path, f"must be {bound} {param.minimum:g}, got {shown(raw)}", node)
+            )
             return None
     return value
 
@@ -119,28 +125,132 @@ def _params(
     return params if ok else None
 
 
+def _default_params(spec: OpSpec) -> Mapping[str, Any] | None:
+    """The params of a node of `spec` that gives none, or None when some are required.
+    Read-only and shared: a graph may have 10^6 nodes without params."""
+    if any(param.required for param in spec.params):
+        return None
+    defaults = {p.name: p.default for p in spec.params if p.default is not None}
+    return MappingProxyType(defaults)
+
+
+_DEFAULT_PARAMS = {name: _default_params(spec) for name, spec in OPS.items()}
+
+
+WellFormed = tuple[str, OpSpec, tuple[str | float, ...], Mapping[str, Any], str | None]
+"""A node's id, op, inputs (in the op's order: a name to read, or a number), params and
+backend."""
+LITERALS_KEPT = 4096
+"""Distinct numbers whose Literal is shared between nodes."""
+_LITERALS: dict[float, Literal] = {}
+
+
+def literal(value: float) -> Literal:
+    """Literals are shared by value (a graph may give 10^6 nodes the same scale factor).
+    Zero is made each time: 0.0 and -0.0 are equal as keys but not as numbers."""
+    found = _LITERALS.get(value)
+    if found is None:
+        found = Literal(value)
+        if value and len(_LITERALS) < LITERALS_KEPT:
+            _LITERALS[value] = found
+    return found
+
+
+NodeHeader = tuple[str, OpSpec, dict[str, Any], str | None]
+"""A node's id, op, `inputs` object and backend."""
+
+
+def node_header(raw: Any) -> NodeHeader | None:
+    """A node's id, op, `inputs` object and backend when its keys, id, op, backend and input
+    names are as they should be, else None. This and the two below are the common case,
+    checked in few steps and recording nothing (a graph may have millions of nodes):
+    parse_node words whatever is wrong."""
+    if not isinstance(raw, dict) or not raw.keys() <= _NODE_KEY_SET:
+        return None
+    node_id, op_name, raw_inputs = raw.get("id"), raw.get("op"), raw.get("inputs")
+    spec = OPS.get(op_name) if isinstance(op_name, str) else None
+    if not isinstance(node_id, str) or not node_id or spec is None:
+        return None
+    backend = raw.get("backend")
+    if backend is not None and backend not in BACKEND_NAMES:
+        return None
+    if not isinstance(raw_inputs, dict) or raw_inputs.keys() != spec.input_kinds.keys():
+        return None
+    return node_id, spec, raw_inputs, backend
+
+
+def argument_value(kind: Kind, raw: Any) -> str | float | None:
+    """An input's value when well formed: the name it reads, or for a scalar a number."""
+    if isinstance(raw, str):
+        return raw or None
+    if kind is Kind.SCALAR and is_number(raw):
+        return float(raw)
+    return None
+
+
+def node_params(index: int, raw: dict[str, Any], spec: OpSpec) -> Mapping[str, Any] | None:
+    """The node's params when given right, or the defaults when it gives none and none is
+    required; else None."""
+    if "params" not in raw:
+        return _DEFAULT_PARAMS[spec.name]
+    problems: list[Problem] = []
+    params = _params(spec, raw["params"], f"nodes[{index}].params", "", problems)
+    return None if problems else params
+
+
+def well_formed(index: int, raw: Any) -> WellFormed | None:
+    """The node's fields when they are all as they should be, else None."""
+    header = node_header(raw)
+    if header is None:
+        return None
+    node_id, spec, raw_inputs, backend = header
+    values: list[str | float] = []
+    for name, kind in spec.inputs:
+        value = argument_value(kind, raw_inputs[name])
+        if value is None:
+            return None
+        values.append(value)
+    params = node_params(index, raw, spec)
+    if params is None:
+        return None
+    return node_id, spec, tuple(values), params, backend
+
+
+def _arguments(spec: OpSpec, given: Mapping[str, Argument]) -> Arguments:
+    return Arguments(spec.input_names, tuple(given[name] for name in spec.input_names))
+
+
+def _parsed(index: int, fields: WellFormed) -> ParsedNode:
+    node_id, spec, values, params, backend = fields
+    given = tuple(Ref(v) if isinstance(v, str) else literal(v) for v in values)
+    return ParsedNode(node_id, spec, Arguments(spec.input_names, given), params, backend, index)
+
+
 def parse_node(index: int, raw: Any, problems: list[Problem]) -> ParsedNode | None:
     """One entry of `nodes` (None when its op or inputs are unusable); problems recorded."""
+    fields = well_formed(index, raw)
+    if fields is not None:
+        return _parsed(index, fields)
     path = f"nodes[{index}]"
     if not expect_object(raw, path, problems):
         return None
     node_id = raw.get("id")
     if not isinstance(node_id, str) or not node_id:
-        problems.append(Problem(f"{path}.id", f"must be a non-empty string, got {node_id!r}"))
+        problems.append(Problem(f"{path}.id", f"must be a non-empty string, got {shown(node_id)}"))
         return None
     unknown_keys(raw, NODE_KEYS, path, problems, node_id)
     op_name = raw.get("op")
     spec = OPS.get(op_name) if isinstance(op_name, str) else None
     if spec is None:
         problems.append(
-            Problem(f"{path}.op", f"unknown op {op_name!r} (known: {', '.join(OPS)})", node_id)
+            Problem(f"{path}.op", f"unknown op {shown(op_name)} (known: {', '.join(OPS)})", node_id)
         )
     backend = raw.get("backend")
     if backend is not None and backend not in BACKEND_NAMES:
         problems.append(
             Problem(
                 f"{path}.backend",
-                f"must be one of {', '.join(BACKEND_NAMES)}, got {backend!r}",
+                f"must be one of {', '.join(BACKEND_NAMES)}, got {shown(backend)}",
                 node_id,
             )
         )
@@ -175,4 +285,4 @@ def parse_node(index: int, raw: Any, problems: list[Problem]) -> ParsedNode | No
     if len(inputs) != len(spec.inputs):
         return None
     # Kept with bad params or keys (already reported) so that its shapes are checked too.
-    return ParsedNode(node_id, spec, inputs, params or {}, backend, index)
+    return ParsedNode(node_id, spec, _arguments(spec, inputs), params or {}, backend, index)

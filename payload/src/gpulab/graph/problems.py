@@ -6,6 +6,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpulab._shown import shown
+
 
 def one_line(text: str) -> str:
     """`text` with line breaks and other control characters escaped (`\\n`, `\\x1b`):
@@ -31,7 +33,9 @@ class Problem:
     def __str__(self) -> str:
         if not self.path:
             return one_line(self.message)
-        where = f"{self.path} (node {self.node!r})" if self.node is not None else self.path
+        # A path holds the graph's keys (input names, unknown keys): each is cut like a value.
+        path = ".".join(shown(part, quote=False) for part in self.path.split("."))
+        where = f"{path} (node {shown(self.node)})" if self.node is not None else path
         return one_line(f"{where}: {self.message}")
 
 

@@ -5,8 +5,42 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from gpulab.graph.model import Graph, nbytes
+from gpulab.graph.model import Arguments, Graph, Ref, nbytes
+from gpulab.ops import Shape
+
+
+class Placed(Protocol):
+    """A node as ordering and the last checks of validation see it, parsed or already the
+    model's: its id, its position in the file and what it reads."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def inputs(self) -> Arguments: ...
+
+
+def file_order(nodes: Mapping[str, Placed]) -> list[str] | None:
+    """The node ids in file order when every node reads only nodes before it (and `nodes`
+    iterates in file order), else None. Kahn's order is then exactly the file's, since the
+    earliest node not run yet is always ready: one pass instead of a queue and a set per node,
+    which is what graphs of millions of nodes (written in order) need."""
+    last = -1
+    for node in nodes.values():
+        if node.index <= last:
+            return None
+        last = node.index
+        for argument in node.inputs.given:
+            if isinstance(argument, Ref):
+                read = nodes.get(argument.name)
+                if read is not None and read.index >= last:
+                    return None
+    return list(nodes)
 
 
 def topological_order(
@@ -71,35 +105,83 @@ class Schedule:
     peak_after: str
 
 
-def schedule(graph: Graph) -> Schedule:
-    """Kahn's order of `graph` with the release point of every intermediate and input."""
-    dependencies = {node.id: node.references for node in graph.nodes.values()}
-    position = {node.id: node.index for node in graph.nodes.values()}
-    order, _ = topological_order(dependencies, position)
-    last_use: dict[str, str] = {}
-    for node_id in order:
-        last_use.setdefault(node_id, node_id)  # a result nobody reads goes right after
-        for name in graph.nodes[node_id].references:
-            last_use[name] = node_id
-    releases: dict[str, list[str]] = {node_id: [] for node_id in order}
-    for name, node_id in last_use.items():
-        if name not in graph.output_set:
-            releases[node_id].append(name)
+def run_order(graph: Graph) -> list[str]:
+    """Kahn's order of the nodes of `graph` (a validated graph has no cycle)."""
+    order = file_order(graph.nodes)
+    if order is None:
+        dependencies = {node.id: node.references for node in graph.nodes.values()}
+        position = {node.id: node.index for node in graph.nodes.values()}
+        order, _ = topological_order(dependencies, position)
+    return order
+
+
+def _last_steps(graph: Graph, order: Sequence[str]) -> dict[str, int]:
+    """For each input read and each node, the step of `order` after which no node needs it
+    (a result nobody reads: its own step). Outputs included; they are never released."""
+    last: dict[str, int] = {}
+    nodes = graph.nodes
+    for step, node_id in enumerate(order):
+        last.setdefault(node_id, step)
+        for argument in nodes[node_id].inputs.given:
+            if isinstance(argument, Ref):
+                last[argument.name] = step
+    return last
+
+
+def _peak(graph: Graph, order: Sequence[str], last: Mapping[str, int]) -> tuple[int, str]:
+    """The most bytes held at once running `order`, and the node running then: inputs are
+    loaded when first read, each result made by its node, and what is not an output freed
+    after its last step."""
+    nodes, inputs, outputs = graph.nodes, graph.inputs, graph.output_set
+    sizes: dict[Shape, int] = {}  # nodes share few shapes
+
+    def size(shape: Shape) -> int:
+        found = sizes.get(shape)
+        if found is None:
+            found = sizes[shape] = nbytes(shape)
+        return found
+
+    freed = [0] * len(order)
+    for name, step in last.items():
+        if name not in outputs:
+            freed[step] += size(inputs[name].shape if name in inputs else nodes[name].shape)
     peak, peak_after, live = 0, order[0] if order else "", 0
     loaded: set[str] = set()
-    for node_id in order:
-        node = graph.nodes[node_id]
-        for name in node.references:
-            if name in graph.inputs and name not in loaded:
-                loaded.add(name)
-                live += nbytes(graph.shape(name))
-        live += nbytes(node.shape)
+    for step, node_id in enumerate(order):
+        node = nodes[node_id]
+        for argument in node.inputs.given:
+            if (
+                isinstance(argument, Ref)
+                and argument.name in inputs
+                and argument.name not in loaded
+            ):
+                loaded.add(argument.name)
+                live += size(inputs[argument.name].shape)
+        live += size(node.shape)
         if live > peak:
             peak, peak_after = live, node_id
-        live -= sum(nbytes(graph.shape(name)) for name in releases[node_id])
-    return Schedule(
-        tuple(order),
-        {node_id: tuple(names) for node_id, names in releases.items()},
-        peak,
-        peak_after,
-    )
+        live -= freed[step]
+    return peak, peak_after
+
+
+def peak_bytes(graph: Graph, order: Sequence[str] | None = None) -> tuple[int, str]:
+    """schedule(graph)'s peak_bytes and peak_after, without the release lists (validation
+    asks only this, of graphs of up to millions of nodes); `order` is run_order(graph)'s
+    when the caller knows it already."""
+    order = run_order(graph) if order is None else order
+    return _peak(graph, order, _last_steps(graph, order))
+
+
+def schedule(graph: Graph) -> Schedule:
+    """Kahn's order of `graph` with the release point of every intermediate and input."""
+    order = run_order(graph)
+    last = _last_steps(graph, order)
+    # A node releases at most its inputs and itself: tuples grow by concatenation, and a node
+    # that releases nothing shares the empty tuple.
+    released: dict[int, tuple[str, ...]] = {}
+    for name, step in last.items():
+        if name not in graph.output_set:
+            released[step] = (*released.get(step, ()), name)
+    peak, peak_after = _peak(graph, order, last)
+    releases = {node_id: released.get(step, ()) for step, node_id in enumerate(order)}
+    return Schedule(tuple(order), releases, peak, peak_after)

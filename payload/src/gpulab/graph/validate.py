@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpulab._shown import shown
 from gpulab.graph._json import expect_object, type_name, unknown_keys
+from gpulab.graph.in_order import Taken, nodes_in_file_order
 from gpulab.graph.inputs import parse_input
 from gpulab.graph.model import GRAPH_VERSION, Graph, GraphInput, Node, Ref, nbytes
 from gpulab.graph.nodes import ParsedNode, parse_node
 from gpulab.graph.problems import GraphInvalid, Problem
-from gpulab.graph.schedule import find_cycles, schedule, topological_order
-from gpulab.ops import Shape, ShapeError, kind_of_shape
+from gpulab.graph.schedule import (
+    Placed,
+    file_order,
+    find_cycles,
+    peak_bytes,
+    topological_order,
+)
+from gpulab.ops import OPS, Shape, ShapeError, kind_of_shape
 
 GRAPH_KEYS = ("version", "name", "description", "inputs", "nodes", "outputs")
 GIB = 1 << 30
@@ -49,7 +60,9 @@ def available_memory() -> MemoryLimit:
 
 def _size(count: int) -> str:
     if count >= GIB:
-        return f"{count / GIB:.2f} GiB"
+        if count >= 1 << 1000:  # from JSON integers of hundreds of digits: beyond any float
+            return f"about 10^{math.log10(count) - math.log10(GIB):.0f} GiB"
+        return f"{shown(f'{count / GIB:.2f}', quote=False)} GiB"
     return f"{count / (1 << 20):.2f} MiB" if count >= 1 << 20 else f"{count} bytes"
 
 
@@ -58,21 +71,25 @@ def _references(node: ParsedNode) -> list[str]:
 
 
 class _Checker:
-    def __init__(self, raw: dict[str, Any], base_dir: Path) -> None:
+    def __init__(self, raw: dict[str, Any], base_dir: Path, consume: bool) -> None:
         self.raw = raw
         self.base_dir = base_dir
+        self.consume = consume
         self.errors: list[Problem] = []
         self.warnings: list[Problem] = []
         self.inputs: dict[str, GraphInput] = {}
         self.nodes: dict[str, ParsedNode] = {}
-        self.declared: set[str] = set()  # every name given, even if its entry is broken
+        # Every name given, even if its entry is broken: an input's maps to -1, a node id to
+        # the index of the first node with it (one table for both: 10^6-node graphs).
+        self.declared: dict[str, int] = {}
         self.shapes: dict[str, Shape] = {}
+        self.resume_at = 0  # the first node the one pass (in_order) left to parse_nodes
 
     def header(self) -> None:
         unknown_keys(self.raw, GRAPH_KEYS, "", self.errors)
         version = self.raw.get("version")
         if version != GRAPH_VERSION or isinstance(version, bool):
-            self.errors.append(Problem("version", f"must be {GRAPH_VERSION}, got {version!r}"))
+            self.errors.append(Problem("version", f"must be {GRAPH_VERSION}, got {shown(version)}"))
         name = self.raw.get("name", "graph")
         if not isinstance(name, str):
             self.errors.append(Problem("name", f"must be a string, got {type_name(name)}"))
@@ -82,140 +99,230 @@ class _Checker:
         if not expect_object(raw_inputs, "inputs", self.errors):
             return
         for name, spec in raw_inputs.items():
-            self.declared.add(name)
+            self.declared[name] = -1
             parsed = parse_input(name, spec, self.base_dir, self.errors)
             if parsed is not None:
                 self.inputs[name] = parsed
                 self.shapes[name] = parsed.shape
+
+    def nodes_in_file_order(self) -> Taken | None:
+        """What the one pass took when it took every node; else None, and the nodes it took
+        are parsed nodes for the step-by-step passes."""
+        raw_nodes = self.raw.get("nodes")
+        if not isinstance(raw_nodes, list) or not raw_nodes:
+            return None
+        taken = nodes_in_file_order(raw_nodes, self.inputs, self.declared, self.consume)
+        if taken.stop == len(raw_nodes):
+            return taken
+        for node in taken.nodes.values():
+            self.declared[node.id] = node.index
+            spec = OPS[node.op]
+            self.nodes[node.id] = ParsedNode(
+                node.id, spec, node.inputs, node.params, node.backend, node.index
+            )
+        self.resume_at = taken.stop
+        return None
 
     def parse_nodes(self) -> None:
         raw_nodes = self.raw.get("nodes")
         if not isinstance(raw_nodes, list) or not raw_nodes:
             self.errors.append(Problem("nodes", "must be a non-empty array of nodes"))
             return
-        first_seen: dict[str, str] = {}
-        for index, raw_node in enumerate(raw_nodes):
+        declared, nodes, errors = self.declared, self.nodes, self.errors
+        for index in range(self.resume_at, len(raw_nodes)):
+            raw_node = raw_nodes[index]
             node_id = raw_node.get("id") if isinstance(raw_node, dict) else None
             if isinstance(node_id, str) and node_id:
-                path = f"nodes[{index}].id"
-                if node_id in first_seen:
-                    self.errors.append(
-                        Problem(path, f"duplicate id (also {first_seen[node_id]})", node_id)
+                first = declared.get(node_id)
+                if first is None or first < 0:
+                    if first is not None:
+                        problem = Problem(
+                            f"nodes[{index}].id", "an input has the same name", node_id
+                        )
+                        errors.append(problem)
+                    declared[node_id] = index
+                else:
+                    errors.append(
+                        Problem(
+                            f"nodes[{index}].id", f"duplicate id (also nodes[{first}].id)", node_id
+                        )
                     )
-                elif node_id in self.declared:
-                    self.errors.append(Problem(path, "an input has the same name", node_id))
-                first_seen.setdefault(node_id, path)
-                self.declared.add(node_id)
-            parsed = parse_node(index, raw_node, self.errors)
-            if parsed is not None and parsed.id not in self.nodes:
-                self.nodes[parsed.id] = parsed
+            parsed = parse_node(index, raw_node, errors)
+            if parsed is not None and parsed.id not in nodes:
+                nodes[parsed.id] = parsed
+            if self.consume:
+                raw_nodes[index] = None  # its JSON (about 500 bytes) is not needed again
 
     def references(self) -> None:
+        declared = self.declared
         for node in self.nodes.values():
             for name, argument in node.inputs.items():
-                if isinstance(argument, Ref) and argument.name not in self.declared:
+                if isinstance(argument, Ref) and argument.name not in declared:
                     self.errors.append(
                         Problem(
                             f"{node.path}.inputs.{name}",
-                            f"unknown reference {argument.name!r} (not an input or a node id)",
+                            f"unknown reference {shown(argument.name)} (not an input or a node id)",
                             node.id,
                         )
                     )
 
     def order(self) -> list[str]:
+        in_file_order = file_order(self.nodes)
+        if in_file_order is not None:
+            return in_file_order
         dependencies = {node.id: _references(node) for node in self.nodes.values()}
         position = {node.id: node.index for node in self.nodes.values()}
         order, blocked = topological_order(dependencies, position)
         for cycle in find_cycles(blocked, dependencies, position):
             start = self.nodes[cycle[0]]
-            self.errors.append(Problem(start.path, f"cycle: {' -> '.join(cycle)}", start.id))
+            self.errors.append(
+                Problem(
+                    start.path,
+                    f"cycle: {' -> '.join(shown(n, quote=False) for n in cycle)}",
+                    start.id,
+                )
+            )
         return order
 
     def shapes_in(self, order: list[str]) -> None:
+        known, nodes = self.shapes, self.nodes
         for node_id in order:
-            node = self.nodes[node_id]
+            node = nodes[node_id]
+            op = node.op
             shapes: dict[str, Shape] = {}
             for name, argument in node.inputs.items():
                 if not isinstance(argument, Ref):
                     shapes[name] = ()
                     continue
-                if argument.name not in self.shapes:
+                shape = known.get(argument.name)
+                if shape is None:
                     break  # broken upstream, already reported
-                shape, want = self.shapes[argument.name], node.op.input_kind(name)
+                want = op.input_kinds[name]
                 if kind_of_shape(shape) is not want:
                     self.errors.append(
                         Problem(
                             f"{node.path}.inputs.{name}",
-                            f"{node.op.name}'s {name} must be a {want.value}, but "
-                            f"{argument.name!r} is a {kind_of_shape(shape).value}",
+                            f"{op.name}'s {name} must be a {want.value}, but "
+                            f"{shown(argument.name)} is a {kind_of_shape(shape).value}",
                             node.id,
                         )
                     )
                     break
                 shapes[name] = shape
-            if len(shapes) != len(node.op.inputs):
+            if len(shapes) != len(op.inputs):
                 continue
             try:
-                self.shapes[node_id] = node.op.shape(shapes)
+                known[node_id] = op.shape(shapes)
             except ShapeError as exc:
                 self.errors.append(Problem(f"{node.path}.inputs.{exc.input}", str(exc), node.id))
 
-    def outputs(self) -> tuple[str, ...]:
+    def outputs(self, nodes: Mapping[str, Placed]) -> tuple[str, ...]:
         raw_outputs = self.raw.get("outputs")
         if not isinstance(raw_outputs, list) or not raw_outputs:
             self.errors.append(
                 Problem("outputs", "must be a non-empty array of node or input names")
             )
             return ()
+        if self._known_once(raw_outputs, nodes):
+            return tuple(raw_outputs)
         seen: set[str] = set()
         for i, name in enumerate(raw_outputs):
             if not isinstance(name, str):
-                self.errors.append(Problem(f"outputs[{i}]", f"must be a string, got {name!r}"))
-            elif name not in self.declared:
+                self.errors.append(Problem(f"outputs[{i}]", f"must be a string, got {shown(name)}"))
+            elif name not in nodes and name not in self.declared:
                 self.errors.append(
-                    Problem(f"outputs[{i}]", f"unknown output {name!r} (not a node id or input)")
+                    Problem(
+                        f"outputs[{i}]", f"unknown output {shown(name)} (not a node id or input)"
+                    )
                 )
             elif name in seen:
-                self.errors.append(Problem(f"outputs[{i}]", f"{name!r} is listed twice"))
+                self.errors.append(Problem(f"outputs[{i}]", f"{shown(name)} is listed twice"))
             seen.add(str(name))
         return tuple(name for name in raw_outputs if isinstance(name, str))
 
-    def unused(self, outputs: tuple[str, ...]) -> None:
+    def _known_once(self, names: list[Any], nodes: Mapping[str, Placed]) -> bool:
+        """Whether each of `names` is a distinct node id or input name, leaving the outputs
+        nothing to report: set operations, for graphs with 10^6 outputs."""
+        try:
+            distinct = set(names)
+        except TypeError:  # an object or array among them
+            return False
+        if len(distinct) != len(names):
+            return False
+        declared = self.declared
+        return all(name in declared for name in distinct.difference(nodes))
+
+    def unused(
+        self, outputs: tuple[str, ...], nodes: Mapping[str, Placed], read: set[str] | None
+    ) -> None:
+        """Warnings for inputs and results nobody reads; `read`, the names nodes read, when
+        already known."""
         listed = set(outputs)
-        read = {
-            a.name for n in self.nodes.values() for a in n.inputs.values() if isinstance(a, Ref)
-        }
+        if read is None:
+            read = {a.name for n in nodes.values() for a in n.inputs.given if isinstance(a, Ref)}
         for name in self.inputs:
             if name not in read and name not in listed:
                 self.warnings.append(Problem(f"inputs.{name}", "unused input"))
-        for node in self.nodes.values():
+        if not nodes.keys() - read - listed:
+            return  # every result read or listed: no node to go through
+        for node in nodes.values():
             if node.id not in read and node.id not in listed:
                 self.warnings.append(
-                    Problem(node.path, "result is not read by any node or output", node.id)
+                    Problem(
+                        f"nodes[{node.index}]", "result is not read by any node or output", node.id
+                    )
                 )
 
-    def sizes(self, limit: MemoryLimit) -> None:
-        for name, shape in self.shapes.items():
-            size = nbytes(shape)
+    def sizes(
+        self, limit: MemoryLimit, nodes: Mapping[str, Placed], shapes: Iterable[tuple[str, Shape]]
+    ) -> int:
+        """Checks each value on its own; returns the bytes of them all."""
+        known: dict[Shape, int] = {}  # nodes share few shapes
+        total = 0
+        for name, shape in shapes:
+            size = known.get(shape)
+            if size is None:
+                size = known[shape] = nbytes(shape)
+            total += size
             if size > limit.bytes:
-                node = self.nodes.get(name)
+                node = nodes.get(name)
                 self.errors.append(
                     Problem(
                         f"nodes[{node.index}]" if node else f"inputs.{name}",
-                        f"{list(shape)} float32 values need {_size(size)}, "
+                        f"{shown(list(shape))} float32 values need {_size(size)}, "
                         f"only {_size(limit.bytes)} of {limit.what} exist",
                         node.id if node else None,
                     )
                 )
+        return total
 
-    def peak(self, graph: Graph, limit: MemoryLimit) -> None:
-        plan = schedule(graph)
-        if plan.peak_bytes > limit.bytes:
-            peak = graph.nodes[plan.peak_after]
+    def model_nodes(self) -> dict[str, Node]:
+        """The model's nodes, in file order, from the parsed ones, which are dropped one by
+        one as their Node is made (a graph may have 10^6)."""
+        parsed, shapes = self.nodes, self.shapes
+        nodes: dict[str, Node] = {}
+        for node_id in list(parsed):
+            node, shape = parsed.pop(node_id), shapes[node_id]
+            nodes[node_id] = Node(
+                node_id,
+                node.op.name,
+                node.inputs,
+                node.params,
+                node.backend,
+                node.index,
+                kind_of_shape(shape),
+                shape,
+            )
+        return nodes
+
+    def peak(self, graph: Graph, limit: MemoryLimit, order: list[str]) -> None:
+        held, after = peak_bytes(graph, order)
+        if held > limit.bytes:
+            peak = graph.nodes[after]
             self.errors.append(
                 Problem(
                     f"nodes[{peak.index}]",
-                    f"the graph holds {_size(plan.peak_bytes)} at once when this node runs, "
+                    f"the graph holds {_size(held)} at once when this node runs, "
                     f"only {_size(limit.bytes)} of {limit.what} exist",
                     peak.id,
                 )
@@ -223,46 +330,52 @@ class _Checker:
 
 
 def validate(
-    raw: Any, base_dir: Path, default_name: str = "graph", limit: MemoryLimit | None = None
+    raw: Any,
+    base_dir: Path,
+    default_name: str = "graph",
+    limit: MemoryLimit | None = None,
+    *,
+    consume: bool = False,
 ) -> Graph:
-    """The model of a decoded graph, or GraphInvalid listing every error (warnings kept)."""
+    """The model of a decoded graph, or GraphInvalid listing every error (warnings kept).
+    With `consume` the caller hands `raw` over: each entry of its `nodes` is dropped once
+    parsed (a graph of 10^6 nodes is not held as JSON and model at once), and the Graph's
+    `source` keeps the other keys."""
     if not isinstance(raw, dict):
         raise GraphInvalid([Problem("$", f"a graph must be a JSON object, got {type_name(raw)}")])
-    checker = _Checker(raw, base_dir)
+    checker = _Checker(raw, base_dir, consume)
     checker.header()
     checker.parse_inputs()
-    checker.parse_nodes()
-    checker.references()
-    order = checker.order()
-    checker.shapes_in(order)
-    outputs = checker.outputs()
-    checker.unused(outputs)
+    taken = checker.nodes_in_file_order()
+    if taken is None:
+        checker.parse_nodes()
+        checker.references()
+        order = checker.order()
+        checker.shapes_in(order)
+        placed: Mapping[str, Placed] = checker.nodes
+        # Inputs, then nodes in the order shapes_in went.
+        shapes: Iterable[tuple[str, Shape]] = checker.shapes.items()
+    else:
+        order = list(taken.nodes)  # the order Kahn's algorithm gives such a graph
+        placed = taken.nodes
+        shapes = itertools.chain(checker.shapes.items(), ((n.id, n.shape) for n in placed.values()))
+    outputs = checker.outputs(placed)
+    checker.unused(outputs, placed, None if taken is None else taken.read)
     limit = limit or host_memory()
-    checker.sizes(limit)
+    total = checker.sizes(limit, placed, shapes)
     if checker.errors:
         raise GraphInvalid(checker.errors, checker.warnings)
-    nodes = {
-        node_id: Node(
-            id=node_id,
-            op=checker.nodes[node_id].op.name,
-            inputs=checker.nodes[node_id].inputs,
-            params=checker.nodes[node_id].params,
-            backend=checker.nodes[node_id].backend,
-            index=checker.nodes[node_id].index,
-            kind=kind_of_shape(checker.shapes[node_id]),
-            shape=checker.shapes[node_id],
-        )
-        for node_id in sorted(checker.nodes, key=lambda n: checker.nodes[n].index)
-    }
+    nodes = checker.model_nodes() if taken is None else taken.nodes
     graph = Graph(
         name=raw.get("name", default_name),
         inputs=checker.inputs,
         nodes=nodes,
         outputs=outputs,
         warnings=tuple(checker.warnings),
-        source=raw,
+        source={key: value for key, value in raw.items() if key != "nodes"} if consume else raw,
     )
-    checker.peak(graph, limit)
+    if total > limit.bytes:  # else no moment can hold more than fits: the peak is no question
+        checker.peak(graph, limit, order)
     if checker.errors:
         raise GraphInvalid(checker.errors, checker.warnings)
     return graph

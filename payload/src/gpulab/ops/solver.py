@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gpulab._shown import shown
+
 FloatArray = npt.NDArray[np.float32]
 Step = Callable[[FloatArray], tuple[FloatArray, float]]
 """x -> (the next iterate, the max-norm of the update)."""
@@ -48,7 +50,7 @@ class SolverReport:
         if math.isfinite(self.residual):
             return None
         return (
-            f"node {node!r} (jacobi): the update of step {self.iterations} is not finite "
+            f"node {shown(node)} (jacobi): the update of step {self.iterations} is not finite "
             "(a singular or diverging system)"
         )
 
@@ -57,7 +59,7 @@ class SolverReport:
         if self.tolerance is None or self.converged:
             return None
         return (
-            f"node {node!r} (jacobi): stopped at the iteration limit ({self.iterations}) "
+            f"node {shown(node)} (jacobi): stopped at the iteration limit ({self.iterations}) "
             f"without converging: last update {self.residual:.3g}, tolerance {self.tolerance:g}"
         )
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
+
+from gpulab._shown import shown
 
 Shape = tuple[int, ...]
 
@@ -27,9 +30,14 @@ class Kind(str, enum.Enum):
         return {Kind.SCALAR: 0, Kind.VECTOR: 1, Kind.MATRIX: 2}[self]
 
 
+KIND_OF_NDIM = (Kind.SCALAR, Kind.VECTOR, Kind.MATRIX)
+"""The kind of a value by its number of dimensions (kind_of_shape, for loops over 10^6
+values that cannot afford the call)."""
+
+
 def kind_of_shape(shape: Shape) -> Kind:
     """The kind of a value with this shape (0, 1 or 2 dimensions)."""
-    return (Kind.SCALAR, Kind.VECTOR, Kind.MATRIX)[len(shape)]
+    return KIND_OF_NDIM[len(shape)]
 
 
 class ShapeError(ValueError):
@@ -71,14 +79,20 @@ class OpSpec:
     params: tuple[ParamSpec, ...] = ()
     description: str = ""
 
-    @property
+    # Computed once per op: validation asks them for every node of graphs of 10^6 nodes.
+    @cached_property
     def input_names(self) -> tuple[str, ...]:
         """The input names in the order the op takes them."""
         return tuple(name for name, _ in self.inputs)
 
+    @cached_property
+    def input_kinds(self) -> Mapping[str, Kind]:
+        """The kind each input must have, by name."""
+        return dict(self.inputs)
+
     def input_kind(self, name: str) -> Kind:
         """The kind the input `name` must have."""
-        return dict(self.inputs)[name]
+        return self.input_kinds[name]
 
     def param(self, name: str) -> ParamSpec:
         """The spec of the param `name` (KeyError if the op has none by that name)."""
@@ -88,10 +102,13 @@ class OpSpec:
         raise KeyError(name)
 
 
+# Sizes are shown cut (gpulab._shown): a JSON integer may have thousands of digits.
+
+
 def _same_vector(shapes: Mapping[str, Shape]) -> Shape:
     x, y = shapes["x"], shapes["y"]
     if x != y:
-        raise ShapeError("y", f"x has {x[0]} elements but y has {y[0]}")
+        raise ShapeError("y", f"x has {shown(x[0])} elements but y has {shown(y[0])}")
     return x
 
 
@@ -111,23 +128,30 @@ def _to_scalar(shapes: Mapping[str, Shape]) -> Shape:
 def _matvec(shapes: Mapping[str, Shape]) -> Shape:
     (m, n), (length,) = shapes["A"], shapes["x"]
     if length != n:
-        raise ShapeError("x", f"A is {m}x{n} so x needs {n} elements, got {length}")
+        raise ShapeError(
+            "x", f"A is {shown(m)}x{shown(n)} so x needs {shown(n)} elements, got {shown(length)}"
+        )
     return (m,)
 
 
 def _matmul(shapes: Mapping[str, Shape]) -> Shape:
     (m, k), (k_b, n) = shapes["A"], shapes["B"]
     if k != k_b:
-        raise ShapeError("B", f"A is {m}x{k} so B needs {k} rows, got {k_b}x{n}")
+        raise ShapeError(
+            "B",
+            f"A is {shown(m)}x{shown(k)} so B needs {shown(k)} rows, got {shown(k_b)}x{shown(n)}",
+        )
     return (m, n)
 
 
 def _jacobi(shapes: Mapping[str, Shape]) -> Shape:
     (m, n), (length,) = shapes["A"], shapes["b"]
     if m != n:
-        raise ShapeError("A", f"jacobi needs a square matrix A, got {m}x{n}")
+        raise ShapeError("A", f"jacobi needs a square matrix A, got {shown(m)}x{shown(n)}")
     if length != n:
-        raise ShapeError("b", f"A is {m}x{n} so b needs {n} elements, got {length}")
+        raise ShapeError(
+            "b", f"A is {shown(m)}x{shown(n)} so b needs {shown(n)} elements, got {shown(length)}"
+        )
     return (n,)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from gpulab._closeable import Closeable
+from gpulab._shown import PATH_LIMIT, shown
 from gpulab.submit.transport import CommandResult, ConnectionLost, Unreachable
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def parse_target(text: str) -> tuple[str | None, str]:
     """USER@HOST or HOST as (user, host); ValueError naming the problem."""
     user, _, host = text.rpartition("@")
     if not host or (text.count("@") and not user) or any(c.isspace() for c in text):
-        raise ValueError(f"--host {text!r}: expected USER@HOST or HOST")
+        raise ValueError(f"--host {shown(text)}: expected USER@HOST or HOST")
     return (user or None), host
 
 
@@ -209,17 +210,18 @@ def _handshake_failed(target: SshTarget, sock: _WatchedSocket, reason: str) -> E
 
 def _identity(lib: Any, path: str) -> paramiko.PKey:
     """The private key in path, whatever its type; ValueError naming the problem."""
+    shown_path = shown(path, quote=False, limit=PATH_LIMIT)
     try:
         key: paramiko.PKey = lib.PKey.from_path(path)
     except lib.PasswordRequiredException:
         raise ValueError(
-            f"--identity {path}: the key is encrypted; load it into ssh-agent and leave out "
+            f"--identity {shown_path}: the key is encrypted; load it into ssh-agent and leave out "
             "--identity"
         ) from None
     except OSError as exc:
-        raise ValueError(f"--identity {path}: {exc.strerror or exc}") from None
+        raise ValueError(f"--identity {shown_path}: {exc.strerror or exc}") from None
     except (lib.SSHException, ValueError) as exc:
-        raise ValueError(f"--identity {path}: not a private key ({exc})") from None
+        raise ValueError(f"--identity {shown_path}: not a private key ({exc})") from None
     return key
 
 

@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from gpulab._shown import PATH_LIMIT, shown
 from gpulab.submit.ssh import SshTarget, parse_target
 
 # Seconds `ssh -G` may take (a `Match exec` block runs a command).
@@ -151,6 +152,8 @@ def resolve_target(
             raise ValueError(f"--ssh-config {config}: reading it needs OpenSSH's ssh program")
         return SshTarget(alias, user, port or 22, identity, known_hosts)
     argv = ssh_g_argv(alias, user, port, known_hosts, config)
+    # The command names the config file: cut as a path.
+    host, command = shown(text, quote=False), shown(shlex.join(argv), quote=False, limit=PATH_LIMIT)
     try:
         done = subprocess.run(
             argv,
@@ -161,11 +164,9 @@ def resolve_target(
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise ValueError(
-            f"--host {text}: {shlex.join(argv)} took over {RESOLVE_TIMEOUT_S:g} s"
-        ) from None
+        raise ValueError(f"--host {host}: {command} took over {RESOLVE_TIMEOUT_S:g} s") from None
     if done.returncode != 0:
         # Its first line names the file and line; the last only says it stopped.
         reason = done.stderr.strip().splitlines()[:1] or [f"exit status {done.returncode}"]
-        raise ValueError(f"--host {text}: {shlex.join(argv)}: {reason[0]}")
+        raise ValueError(f"--host {host}: {command}: {reason[0]}")
     return target_from_settings(alias, parse_ssh_g(done.stdout), identity, known_hosts, config)
