@@ -92,22 +92,11 @@ class CertificatesFirst(paramiko.Transport):
         return certificates + tuple(key for key in keys if key not in certificates)
 
 
-def certificates_first(
-    sock: Any,
-    /,
-    *,
-    gss_kex: bool,
-    gss_deleg_creds: bool,
-    disabled_algorithms: Mapping[str, Iterable[str]] | None,
-) -> paramiko.Transport:
-    """SSHClient.connect's transport_factory for CertificatesFirst."""
-    # types-paramiko's Transport lacks the two GSS-API arguments paramiko's has.
-    return CertificatesFirst(  # type: ignore[call-arg]
-        sock,
-        gss_kex=gss_kex,
-        gss_deleg_creds=gss_deleg_creds,
-        disabled_algorithms=disabled_algorithms,
-    )
+def certificates_first(sock: Any, /, **options: Any) -> paramiko.Transport:
+    """SSHClient.connect's transport_factory for CertificatesFirst. The options are what the
+    installed paramiko passes its factory (4.x: gss_kex, gss_deleg_creds and
+    disabled_algorithms; 5.x dropped GSS-API and passes disabled_algorithms alone)."""
+    return CertificatesFirst(sock, **options)
 
 
 class CertificatePolicy(paramiko.MissingHostKeyPolicy):
