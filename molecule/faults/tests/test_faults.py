@@ -267,6 +267,20 @@ def test_worker_with_another_munge_key(healthy_lab: Lab, record_fault: Record) -
     assert finals[job.job_id] == "COMPLETED", finals
 
 
+def _share_answers_over_nfs(lab: Lab, timeout: float = 180) -> bool:
+    """Whether the share serves its identity file over NFS again within `timeout` seconds."""
+    share_id = f"{lab.nfs_url}/.gpulab-share-id"
+    return bool(
+        wait_for(
+            lambda: (
+                lab.run(lab.cluster.controller, f"nfs-cat {share_id}", check=False).returncode == 0
+            ),
+            timeout,
+            2,
+        )
+    )
+
+
 def test_nfs_server_restarted_during_a_job(healthy_lab: Lab, record_fault: Record) -> None:
     """The NFS server's container restarts while a job writes over NFS: the job completes
     (its writes retried) or fails with one clear line; no partial result looks complete."""
@@ -283,12 +297,7 @@ def test_nfs_server_restarted_during_a_job(healthy_lab: Lab, record_fault: Recor
     subprocess.run(
         ["podman", "restart", "--time", "10", storage], check=True, capture_output=True, timeout=120
     )
-    share_id = f"{lab.nfs_url}/.gpulab-share-id"
-    assert wait_for(
-        lambda: lab.run(lab.cluster.controller, f"nfs-cat {share_id}", check=False).returncode == 0,
-        180,
-        2,
-    ), "the share does not answer over NFS after the server's restart"
+    assert _share_answers_over_nfs(lab), "the share does not answer over NFS after the restart"
     recovered = time.monotonic() - start
 
     finals, lost = run.settle()
@@ -331,12 +340,7 @@ def test_nfs_server_killed_during_a_job(healthy_lab: Lab, record_fault: Record) 
         RESTART_TIMEOUT,
     ), "systemd did not restart nfs-ganesha after SIGKILL"
     restarted = time.monotonic() - start
-    share_id = f"{lab.nfs_url}/.gpulab-share-id"
-    assert wait_for(
-        lambda: lab.run(lab.cluster.controller, f"nfs-cat {share_id}", check=False).returncode == 0,
-        180,
-        2,
-    ), "the share does not answer over NFS after the server's restart"
+    assert _share_answers_over_nfs(lab), "the share does not answer over NFS after the restart"
     recovered = time.monotonic() - start
 
     finals, lost = run.settle()
