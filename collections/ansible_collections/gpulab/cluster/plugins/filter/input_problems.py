@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 DOCUMENTATION = r"""
@@ -58,50 +57,31 @@ _value:
   elements: str
 """
 
-_SLURM_TIME = re.compile(
-    r"(INFINITE|UNLIMITED|\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2})"
-)
-_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]+")
-
-# kind: (test, what it must be, for the sentence)
-_KINDS: dict[str, tuple[Callable[[str], bool], str]] = {
-    "name": (
-        lambda v: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", v) is not None,
-        "a name of letters, digits, _ . + or -",
-    ),
-    "key": (
-        lambda v: re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", v) is not None,
-        "a key of letters and digits",
-    ),
-    "word": (
-        lambda v: re.fullmatch(r"[^\s#\"\\=]+", v) is not None,
-        "one word without whitespace, '#', '\"', '\\' or '='",
-    ),
-    "value": (
-        lambda v: re.fullmatch(r"[^\s#\"\\]+", v) is not None,
-        "one word without whitespace, '#', '\"' or '\\'",
-    ),
-    "path": (
-        lambda v: re.fullmatch(r"/[A-Za-z0-9_.+@/-]*", v) is not None and "/../" not in v + "/",
-        "an absolute path of letters, digits, _ . + - @ and /, without ..",
-    ),
-    "slurm_time": (
-        lambda v: _SLURM_TIME.fullmatch(v) is not None,
-        "Slurm's time format (INFINITE, MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)",
-    ),
-    "cpu_list": (
-        lambda v: re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", v) is not None,
-        "CPU ids and ranges such as 0-15,32",
-    ),
-    "host": (lambda v: _HOST.fullmatch(v) is not None, "a host name or address"),
-    "gecos": (
-        lambda v: re.fullmatch(r"[^\n\r:]*", v) is not None,
-        "one line without ':' (an /etc/passwd field)",
-    ),
-    "text": (
-        lambda v: re.fullmatch(r"[^\n\r\"\\$`]*", v) is not None,
-        "one line without '\"', '\\', '$' or '`'",
-    ),
+# kind: (the whole value's pattern, what it must be, for the sentence)
+_KINDS: dict[str, tuple[re.Pattern[str], str]] = {
+    kind: (re.compile(pattern), must)
+    for kind, (pattern, must) in {
+        "name": (r"[A-Za-z0-9][A-Za-z0-9_.+-]*", "a name of letters, digits, _ . + or -"),
+        "key": (r"[A-Za-z][A-Za-z0-9]*", "a key of letters and digits"),
+        "word": (r"[^\s#\"\\=]+", "one word without whitespace, '#', '\"', '\\' or '='"),
+        "value": (r"[^\s#\"\\]+", "one word without whitespace, '#', '\"' or '\\'"),
+        "path": (
+            r"(?!.*/\.\.(?:/|$))/[A-Za-z0-9_.+@/-]*",
+            "an absolute path of letters, digits, _ . + - @ and /, without ..",
+        ),
+        "slurm_time": (
+            r"INFINITE|UNLIMITED|\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}"
+            r"|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2}",
+            "Slurm's time format (INFINITE, MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)",
+        ),
+        "cpu_list": (r"\d+(-\d+)?(,\d+(-\d+)?)*", "CPU ids and ranges such as 0-15,32"),
+        "host": (
+            r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]+",
+            "a host name or address",
+        ),
+        "gecos": (r"[^\n\r:]*", "one line without ':' (an /etc/passwd field)"),
+        "text": (r"[^\n\r\"\\$`]*", "one line without '\"', '\\', '$' or '`'"),
+    }.items()
 }
 
 
@@ -128,8 +108,8 @@ def _check(name: str, value: Any, kind: str, problems: list[str]) -> None:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         problems.append(f"{name} {_shown(value)} must be {_KINDS[kind][1]}")
         return
-    test, must = _KINDS[kind]
-    if not test(str(value)):
+    pattern, must = _KINDS[kind]
+    if pattern.fullmatch(str(value)) is None:
         problems.append(f"{name} {_shown(value)} must be {must}")
 
 
