@@ -114,7 +114,8 @@ def test_a_job_slurm_forgot_exits_4_naming_its_files(
     out, err = capsys.readouterr()
     assert out == ""
     assert err.splitlines()[-1] == (
-        "gpulab: job 5 is unknown to Slurm: squeue, scontrol and sacct had no record of it in "
+        "gpulab: job 5 is unknown to Slurm: squeue, scontrol and sacct had no record of it "
+        "(sacct at most its submission) in "
         f"15 polls and it wrote no result; its files are in {JOB_DIR}"
     )
 

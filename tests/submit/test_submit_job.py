@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -76,18 +77,37 @@ def test_prepare_refuses_an_invalid_graph(tmp_path: Path) -> None:
 
 def test_job_script_quotes_every_word() -> None:
     script = job_script(JobOptions(backend="vulkan"), "/jobs/it's here/graph.json", "/jobs/r.json")
-    assert script == (
-        "#!/bin/sh\n"
-        "# Written by gpulab submit.\n"
-        "exec gpulab run '/jobs/it'\"'\"'s here/graph.json' --backend vulkan "
-        "--output /jobs/r.json\n"
+    assert script.startswith("#!/bin/sh\n# Written by gpulab submit.\n")
+    assert script.splitlines()[-1] == (
+        "exec gpulab run '/jobs/it'\"'\"'s here/graph.json' --backend vulkan --output /jobs/r.json"
     )
-    assert shlex.split(script.splitlines()[2])[3] == "/jobs/it's here/graph.json"
+    assert shlex.split(script.splitlines()[-1])[3] == "/jobs/it's here/graph.json"
 
 
 def test_job_script_forwards_the_memory_budget() -> None:
     script = job_script(JobOptions(memory_budget=64 << 20), "/jobs/g.json", "/jobs/r.json")
-    assert shlex.split(script.splitlines()[2])[-2:] == ["--memory-budget", str(64 << 20)]
+    assert shlex.split(script.splitlines()[-1])[-2:] == ["--memory-budget", str(64 << 20)]
+
+
+def _run_job_script(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The job script run by /bin/sh, with `echo` standing in for gpulab (prints its words)."""
+    folder = tmp_path / "it's a job"
+    folder.mkdir(exist_ok=True)
+    options = JobOptions(backend="cpu", gpulab="echo")
+    script = job_script(options, str(folder / "graph.json"), str(folder / "result.json"))
+    return subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, check=False)
+
+
+def test_job_script_runs_the_graph_once(tmp_path: Path) -> None:
+    """A job Slurm starts again after it ran to its end (a requeue, or slurmctld back without
+    its last seconds of state: docs/reliability.md) does not run the graph a second time."""
+    first = _run_job_script(tmp_path)
+    assert first.returncode == 0 and first.stdout.startswith("run "), first
+    (tmp_path / "it's a job" / "result.json").write_text("{}")
+    again = _run_job_script(tmp_path)
+    assert again.returncode == 0 and again.stdout == "", again
+    assert "exists: this job ran to its end before" in again.stderr
+    assert again.stderr.count("\n") == 1
 
 
 def test_submit_stages_then_runs_sbatch(tmp_path: Path) -> None:
@@ -284,7 +304,8 @@ def test_a_forgotten_job_without_result_names_its_files() -> None:
     with pytest.raises(JobFailed) as failure:
         wait_for_result(_forgotten(), JOB, lambda _: None, poll_s=0)
     assert str(failure.value) == (
-        f"job 17 is unknown to Slurm: squeue, scontrol and sacct had no record of it in "
+        f"job 17 is unknown to Slurm: squeue, scontrol and sacct had no record of it "
+        "(sacct at most its submission) in "
         f"{FORGOTTEN_POLLS} polls and it wrote no result; its files are in {JOB_DIR}"
     )
 

@@ -121,3 +121,16 @@ def test_last_state_is_none_when_slurm_has_no_record() -> None:
         {"scontrol": [ok(stderr="Invalid job id specified", code=1)], "sacct": [ok("")]}
     )
     assert slurm.last_state(transport, "8") is None
+
+
+def test_last_state_of_a_submission_slurmctld_lost_is_none() -> None:
+    """slurmctld killed right after a submission (faults drill, 6 Dec): accounting keeps the
+    job PENDING, the controller never knew it after its restart; it will never run, so it is
+    no record (wait counts it towards JobForgotten instead of waiting for ever)."""
+    transport = FakeTransport(
+        {
+            "scontrol": [ok(stderr="Invalid job id specified", code=1)],
+            "sacct": [ok("25|PENDING|0:0|0|None assigned\n")],
+        }
+    )
+    assert slurm.last_state(transport, "25") is None

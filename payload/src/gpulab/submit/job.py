@@ -95,12 +95,27 @@ class SubmittedJob:
 
 
 def job_script(options: JobOptions, graph: str, result: str) -> str:
-    """The batch script: one `gpulab run` of GRAPH with OPTIONS, every word quoted."""
+    """The batch script: one `gpulab run` of GRAPH with OPTIONS, every word quoted, unless
+    RESULT exists (`gpulab run` writes it whole or not at all): then the job ran before."""
     words = [options.gpulab, "run", graph, "--backend", options.backend, "--output", result]
     if options.memory_budget is not None:
         words += ["--memory-budget", str(options.memory_budget)]
     command = shlex.join(words)
-    return f"#!/bin/sh\n# Written by gpulab submit.\nexec {command}\n"
+    ran_before = (
+        f"gpulab: {result} exists: this job ran to its end before and Slurm started it again;"
+        " not running it twice"
+    )
+    return (
+        "#!/bin/sh\n"
+        "# Written by gpulab submit.\n"
+        "# A result already written means this job ran to its end before and Slurm started it\n"
+        "# again (a requeue, or slurmctld back without its last seconds of state): not twice.\n"
+        f"if [ -e {shlex.quote(result)} ]; then\n"
+        f"  echo {shlex.quote(ran_before)} >&2\n"
+        "  exit 0\n"
+        "fi\n"
+        f"exec {command}\n"
+    )
 
 
 def gpus_to_request(transport: Transport, options: JobOptions) -> int:
@@ -262,7 +277,7 @@ def wait(
                 if unknown >= FORGOTTEN_POLLS:
                     raise JobForgotten(
                         f"job {job.job_id} is unknown to Slurm: squeue, scontrol and sacct "
-                        f"had no record of it in {unknown} polls"
+                        f"had no record of it (sacct at most its submission) in {unknown} polls"
                     )
         if deadline is not None and clock() >= deadline:
             slurm.cancel(transport, job.job_id)

@@ -103,7 +103,9 @@ def queue_state(transport: Transport, job_id: str) -> JobState | None:
 
 def last_state(transport: Transport, job_id: str) -> JobState | None:
     """What the controller's memory of recent jobs (MinJobAge), else accounting (slurmdbd)
-    says of the job, a final state first; None when neither has any record of it."""
+    says of the job, a final state first; None when neither has any record of it, or when
+    accounting has it PENDING and the controller does not know it: a submission slurmctld
+    lost with its last seconds of state (killed before it saved them), never to run."""
     scontrol = transport.run(slurm_client.scontrol_job_argv(job_id))
     known = None
     if scontrol.returncode == 0:
@@ -113,7 +115,8 @@ def last_state(transport: Transport, job_id: str) -> JobState | None:
     sacct = transport.run(slurm_client.sacct_argv(job_id))
     if sacct.returncode == 0:
         recorded = slurm_client.parse_sacct(sacct.stdout, job_id)
-        if recorded is not None and (recorded.finished or known is None):
+        lost_submission = known is None and recorded is not None and recorded.state == "PENDING"
+        if recorded is not None and (recorded.finished or known is None) and not lost_submission:
             return recorded
     return known
 
