@@ -1,6 +1,3 @@
-#!/usr/bin/env python3
-# Copyright: gpulab contributors
-# MIT License (see LICENSE)
 """The payload release the role deploys, VERSION-HASH, from what it builds or takes.
 
     payload_release.py source DIR      a gpulab source tree (pyproject.toml's version): the
