@@ -146,7 +146,7 @@ def from_wheelhouse(root: str) -> dict[str, object]:
         )
     if len(versions) > 1:
         raise Refused(f"{root} mixes gpulab versions {', '.join(sorted(versions))}: one release only")
-    (version,) = versions
+    version = next(iter(versions))
     return {"version": version, "release": f"{version}-{digest(entries)}", "targets": targets}
 
 
