@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: help setup image image-trixie image-arm64 lab lab-up lab-fresh lab-down converge converge-now test lint lint-python lint-ansible \
         test-payload test-collection test-sanity test-molecule test-debian13 test-faults test-mixed-arch \
-        test-rollout test-upgrade test-upgrade-path test-scenarios fuzz-long shaders collection
+        test-rollout test-upgrade test-upgrade-path test-site test-scenarios fuzz-long shaders collection
 
 help:
 	@echo "make lab        install everything, build the lab image, start the lab, converge, validate, self-test"
@@ -169,6 +169,11 @@ test-faults: image collection
 # An arm64 worker under qemu-user beside an x86_64 one, cross-deployed (slow: emulation).
 test-mixed-arch: image image-arm64 collection
 	bash lab/molecule-test.sh --scenario mixed-arch
+
+# The path every site takes: the collection's tarball installed with ansible-galaxy and run from a
+# folder outside the repository with only an inventory and requirements.yml (molecule/site).
+test-site: image collection
+	bash lab/molecule-test.sh --scenario site
 
 # Configuration changes under running jobs: a reconfigure or restarts, as the role decides.
 test-rollout: image collection

@@ -189,9 +189,11 @@ def inventory(p: Place, *, by_node: bool, joined: frozenset[str] = frozenset()) 
 
     by_node: hosts are named by node, reached at their container (the lab); otherwise hosts
     are named by container (molecule names them so, after its platforms). joined: the spare
-    nodes that are in the cluster now.
+    nodes that are in the cluster now. Every host also gets lab_checkout, this checkout's
+    root, where the lab's payload role builds from (inventory/lab/group_vars/all/storage.yml).
     """
-    groups: dict[str, Any] = {"all": {"vars": {"lab_shared_path": p.shared_path}}}
+    lab_vars = {"lab_shared_path": p.shared_path, "lab_checkout": str(DEFINITION.parents[1])}
+    groups: dict[str, Any] = {"all": {"vars": lab_vars}}
     hostvars: dict[str, Any] = {}
     for c in p.containers + tuple(s for s in p.spares if s.node in joined):
         host = c.node if by_node else c.name

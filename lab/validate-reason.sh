@@ -32,7 +32,7 @@ playbooks=collections/ansible_collections/gpulab/cluster/playbooks
   || { echo "no passed validation of this lab yet"; exit 0; }
 . lab/lib.sh
 lab_started_before "$stamp" || { echo "a node was created or started since the last validation"; exit 0; }
-newer=$(find "$playbooks/validate.yml" "$playbooks/templates" payload/examples -newer "$stamp" -print -quit)
+newer=$(find "$playbooks/validate.yml" "$playbooks/templates" payload/src/gpulab/examples -newer "$stamp" -print -quit)
 [ -z "$newer" ] || { echo "$newer changed since the last validation"; exit 0; }
 hosts=$(changed_hosts "$log")
 [ -z "$hosts" ] || echo "the converge changed something on $hosts"

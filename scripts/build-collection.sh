@@ -4,9 +4,11 @@
 # roles/ is a link to its roles/), and the two module_utils the payload shares, the Slurm client
 # and the NVIDIA driver reader (the payload's gpulab/submit/slurm_client.py and
 # gpulab/backends/nvidia_driver.py are links to them), so a git install has them all and there
-# is nothing to copy. ansible.cfg's collections_path = ./collections makes `gpulab.cluster.*`
-# resolve from the repository itself; install the tarball elsewhere with
-# `ansible-galaxy collection install`.
+# is nothing to copy. One built file joins them first: the payload's sdist, at the payload
+# role's files/gpulab.tar.gz (scripts/payload-sdist.py; git ignores it), from which the role
+# builds the workers' wheels wherever the tarball is installed. ansible.cfg's
+# collections_path = ./collections makes `gpulab.cluster.*` resolve from the repository itself;
+# install the tarball elsewhere with `ansible-galaxy collection install`.
 # Usage: scripts/build-collection.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +16,11 @@ cd "$(dirname "$0")/.."
 collection=collections/ansible_collections/gpulab/cluster
 out=${GPULAB_COLLECTION_OUT:-build/collection}
 galaxy=ansible-galaxy
+python=python3
 [ -x .venv/bin/ansible-galaxy ] && galaxy=.venv/bin/ansible-galaxy
+[ -x .venv/bin/python ] && python=.venv/bin/python
+
+"$python" scripts/payload-sdist.py "$collection/roles/payload/files/gpulab.tar.gz"
 
 mkdir -p "$out"
 # Its one line of success ("Created collection ...") is not news in `make lab`'s output;

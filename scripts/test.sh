@@ -10,7 +10,8 @@
 # later). The queue is longest first, with the short checks last, so that when molecule ends
 # its lane takes the checks the other lane has not begun and both cores work to the end.
 # The collection tests' node check and molecule's converge build the same payload wheelhouse
-# (build/payload, in the payload's source tree) if it is missing: the collection tests wait in
+# (the checkout's build/payload, from its payload/: inventory/node-check and the lab's inventory
+# name both) if it is missing: the collection tests wait in
 # the queue until the cold converge has ended, and then reuse it.
 # Each check's output goes to build/test/CHECK.log; a check that
 # fails prints its log when it ends, the others go on, and the exit status is 1 if any failed.

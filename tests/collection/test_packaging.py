@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,31 @@ def test_the_installed_collection_has_every_role_plugin_and_playbook(installed: 
             COLLECTION / "plugins/module_utils" / name
         ).read_bytes()
     assert not list(tree.rglob("__pycache__"))
+
+
+def test_the_tarball_carries_the_payload_sdist(installed: Path) -> None:
+    """The payload role builds the workers' wheels from it wherever the tarball is installed: the
+    native sources with the aarch64 toolchain file, the shared Slurm client and the example
+    graphs. A git install has none (git ignores the built file): its users name a source
+    (roles/payload/README.md), as the role's first check tells them."""
+    sdist = installed / "ansible_collections/gpulab/cluster/roles/payload/files/gpulab.tar.gz"
+    if installed.name.startswith("collections-git"):
+        assert not sdist.exists()
+        return
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+        top = {name.split("/", 1)[0] for name in archive.getnames()}
+    assert len(top) == 1  # gpulab-VERSION/
+    assert {
+        "pyproject.toml",
+        "setup.py",
+        "PKG-INFO",
+        "native/CMakeLists.txt",
+        "native/cmake/aarch64-linux-gnu.cmake",
+        "src/gpulab/submit/slurm_client.py",
+        "src/gpulab/examples/saxpy_norm.json",
+    } <= names
+    assert [n for n in names if "/_lib/" in n or n.endswith((".so", ".o"))] == []
 
 
 def test_the_installed_playbooks_load_with_every_role(installed: Path) -> None:

@@ -128,6 +128,9 @@ def test_the_lab_inventory_is_the_place_lab() -> None:
     }
     assert {v["nfs_client_mount_point"] for v in hostvars.values()} == {"{{ lab_shared_path }}"}
     assert {v["lab_shared_path"] for v in hostvars.values()} == {lab.shared_path}
+    # The payload is built from this checkout (the collection's default is its tarball's sdist).
+    assert {v["lab_checkout"] for v in hostvars.values()} == {str(ROOT)}
+    assert {v["payload_source_dir"] for v in hostvars.values()} == {"{{ lab_checkout }}/payload"}
     # Nothing in inventory/lab but the script and the group variables.
     assert sorted(p.name for p in (ROOT / "inventory/lab").iterdir()) == ["group_vars", "hosts.py"]
 

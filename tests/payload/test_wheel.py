@@ -92,3 +92,20 @@ def test_the_dependency_ranges_are_the_tested_ones(wheel: Path) -> None:
         "1.3.275.1": True,
         "1.4.0": False,
     }
+
+
+def test_the_wheel_carries_the_example_graphs(wheel: Path) -> None:
+    """Every example graph is package data: a worker's validation runs those of its own gpulab
+    (the collection's validate-job.sh.j2), wherever the payload was built from."""
+    examples = REPO / "payload/src/gpulab/examples"
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {
+            name.removeprefix("gpulab/examples/"): archive.read(name)
+            for name in archive.namelist()
+            if name.startswith("gpulab/examples/")
+        }
+    expected = {path.name: path.read_bytes() for path in examples.glob("*.json")}
+    assert len(expected) >= 4
+    assert shipped == expected
+    # The repository's payload/examples, which docs and tests name, is the same folder.
+    assert (REPO / "payload/examples").resolve() == examples

@@ -113,3 +113,61 @@ def test_a_second_run_changes_nothing_the_roles_manage(
 ) -> None:
     _, reports = runs
     assert _changed_tasks(reports[1]) <= ALWAYS_CHANGED
+
+
+def _release(mode: str, path: Path) -> str:
+    script = ROOT / "roles/payload/files/payload_release.py"
+    done = subprocess.run([sys.executable, str(script), mode, str(path)],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    release: str = json.loads(done.stdout)["release"]
+    return release
+
+
+def test_a_ready_wheelhouse_is_deployed_with_nothing_built(
+    runs: tuple[Path, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    """payload_wheelhouse_dir: the release folder the node check built (as one unpacked from a
+    release artefact would be), installed into another venv; no build task runs and nothing is
+    written to payload_build_dir."""
+    wheelhouse = ROOT / "build/payload" / _release("source", ROOT / "payload")
+    assert wheelhouse.is_dir()
+    extra = {
+        "payload_wheelhouse_dir": str(wheelhouse),
+        "payload_build_dir": str(tmp_path / "no-build"),
+        "payload_storage_dir": str(tmp_path / "shared"),
+        "payload_shared_dir": str(tmp_path / "shared"),
+        "payload_venv": str(tmp_path / "venv"),
+        "payload_command_link": str(tmp_path / "gpulab"),
+    }
+    (tmp_path / "play.yml").write_text(
+        "- hosts: workers\n  roles:\n    - role: gpulab.cluster.payload\n"
+    )
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+        "ANSIBLE_NOCOLOR": "1",
+    }
+    done = ansible_fork.run(
+        [str(BIN / "ansible-playbook"), "-i", "inventory/node-check", str(tmp_path / "play.yml"),
+         "-e", json.dumps(extra)],
+        cwd=ROOT, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    report = json.loads(done.stdout[done.stdout.find("{") :])
+    ran = {
+        task["task"]["name"]
+        for play in report["plays"]
+        for task in play["tasks"]
+        if not all(result.get("skipped") for result in task["hosts"].values())
+    }
+    assert not [name for name in ran if "Build the gpulab wheel" in name or "Download" in name]
+    assert "gpulab.cluster.payload : Install gpulab " + _release("wheelhouse", wheelhouse) in ran
+    assert not (tmp_path / "no-build").exists()
+    release = _release("wheelhouse", wheelhouse)
+    assert (tmp_path / "venv/gpulab-release").read_text().strip() == release
+    assert (tmp_path / f"shared/wheels/{release}").is_dir()
+    devices = subprocess.run([str(tmp_path / "gpulab"), "devices", "--json"],
+                             capture_output=True, text=True, check=True)  # fmt: skip
+    assert json.loads(devices.stdout)[0]["name"].startswith("llvmpipe")
