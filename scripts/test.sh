@@ -29,7 +29,7 @@ mkdir -p "$logs"
 timings=$PWD/$logs/molecule-timings
 rm -f "$logs"/*.log "$logs"/*.status "$timings"
 prebuilt=(-o setup -o collection -o image -o native)
-other_checks=(native-sanitize native-arm64 test-payload test-collection lint-ansible lint-python test-sanity)
+other_checks=(native-sanitize native-arm64 test-payload test-collection lint-ansible lint-python test-sanity test-site)
 after_cold_converge=test-collection
 
 # Machine-wide CPU time, busy and in all, in seconds: what the run used of what 2 x its
