@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # sha256 (first 16 hex digits) of public package hosts and of the domains whose every host
 # serves packages or mirrors (distributions' archives, language registries, image registries,
-# vendors' apt repositories). To add one:
-#   python3 -c 'import hashlib,sys; print(hashlib.sha256(sys.argv[1].encode()).hexdigest()[:16])' NAME
+# vendors' apt repositories). To add one, the digest of NAME:
+#   python3 -c 'import hashlib,sys; print(hashlib.sha256(sys.argv[1].encode()).hexdigest()[:16])' \
+#     NAME
 PACKAGE_HOSTS = frozenset({
     "75adac515f0bd3db", "6f43afdf2d19b5e3", "344aa72d23ae6fdb", "9e21a1eb1c7efc50",
     "2b72b7966354f458", "4ea8acbe7a9cb3ca", "a4aa2ac280bb8d1a", "8b5bb5eb9d758455",
@@ -43,15 +44,22 @@ MIRROR_LIKE = re.compile(
     r"\d*\."
 )
 # Names in a domain that serves nothing (RFC 2606 and 6761), and hosts that serve no packages.
-RESERVED = re.compile(r"(^|\.)(example\.(com|org|net)|[a-z0-9-]+\.(invalid|example|test|localhost))$")
+RESERVED = re.compile(
+    r"(^|\.)(example\.(com|org|net)|[a-z0-9-]+\.(invalid|example|test|localhost))$"
+)
 NOT_PACKAGE_HOSTS = {"github.com", "localhost"}
 # The top-level domains a host name is looked for in (file names such as archive.tar.gz are not).
-TLDS = "com|org|net|io|dev|edu|gov|info|co|uk|de|fr|nl|eu|jp|cn|ru|ca|au|br|in|ch|se|no|fi|it|es|pl|cz|at|be|dk"
+TLDS = (
+    "com|org|net|io|dev|edu|gov|info|co|uk|de|fr|nl|eu|jp|cn|ru|ca|au|br|in|ch|se|no|fi|it|es|pl"
+    "|cz|at|be|dk"
+)
 HOST = re.compile(rf"(?<![\w.@-])((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:{TLDS}))(?![\w-])")
 URL = re.compile(r"\b(?:https?|ftp)://([^/\s\"'<>()\[\]`:]+)")
 # Where a URL with a literal host is a package source written in the tree.
-INFRASTRUCTURE = ("lab/", "molecule/", "collections/", "scripts/", "docs/", "inventory/",
-                  "playbooks/", ".config/", ".ci/", "Makefile", "README.md", "site.yml")  # fmt: skip
+INFRASTRUCTURE = (
+    *("lab/", "molecule/", "collections/", "scripts/", "docs/", "inventory/", "playbooks/"),
+    *(".config/", ".ci/", "Makefile", "README.md", "site.yml"),
+)
 
 
 def _digest(name: str) -> str:
@@ -132,5 +140,7 @@ def test_the_checks_find_what_they_look_for() -> None:
     assert package_hosts("see archive.tar.gz, ansible.builtin.apt and gpulab.invalid") == []
     assert package_hosts("URIs: http://mirror.example.org/debian") == []  # reserved for examples
     assert _digest("github.com") not in PACKAGE_HOSTS
-    assert url_hosts("url: http://{{ host }}:9090 or http://CONTROLLER:9090 or http://10.0.0.1/") == []
+    assert (
+        url_hosts("url: http://{{ host }}:9090 or http://CONTROLLER:9090 or http://10.0.0.1/") == []
+    )
     assert url_hosts("URIs: https://cache.site.lan.org/debian") == ["cache.site.lan.org"]
