@@ -287,3 +287,28 @@ def test_a_loopback_proxy_is_named_as_unreachable_from_containers(tmp_path: Path
     assert run.returncode == 0
     assert "proxy http://127.0.0.1:3142 is on this host's loopback" in run.stderr
     assert "set GPULAB_APT_PROXY" in run.stderr
+
+
+def test_a_scenario_without_its_packages_stops_before_any_container(tmp_path: Path) -> None:
+    """upgrade-path needs Slurm 23.11 from an Ubuntu archive: with none in apt's sources (here
+    none at all) and no GPULAB_UBUNTU_MIRROR, lab/molecule-test.sh stops in one line that names
+    the variable and the repository's directory, before podman is asked anything."""
+    (tmp_path / "etc/apt/sources.list.d").mkdir(parents=True)
+    (tmp_path / "apt.conf").write_text(f'Dir::Etc "{tmp_path}/etc/apt/";\n')
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "podman").write_text(FAKE)
+    (bin_dir / "podman").chmod(0o755)
+    calls = tmp_path / "calls"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("GPULAB_", "APT_"))}
+    run = subprocess.run(
+        ["bash", "lab/molecule-test.sh", "--scenario", "upgrade-path"], cwd=ROOT,
+        capture_output=True, text=True, check=False,
+        env=clean | {"PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_CALLS": str(calls),
+                     "APT_CONFIG": str(tmp_path / "apt.conf"),
+                     "GPULAB_SLURM_2311_REPO": str(tmp_path / "slurm-23.11")},
+    )  # fmt: skip
+    assert run.returncode == 1 and not calls.exists()
+    (line,) = run.stderr.strip().splitlines()
+    assert line.startswith("slurm-23.11-repo.sh: Slurm 23.11 comes from Ubuntu 24.04's archive")
+    assert "set GPULAB_UBUNTU_MIRROR" in line and f"{tmp_path}/slurm-23.11" in line
