@@ -7,13 +7,14 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: help setup image image-trixie image-arm64 lab lab-up lab-fresh lab-down converge converge-now test lint lint-python lint-ansible \
         test-payload test-collection test-sanity test-molecule test-debian13 test-faults test-mixed-arch \
-        test-rollout test-upgrade test-upgrade-path test-site test-scenarios fuzz-long shaders collection
+        test-rollout test-upgrade test-upgrade-path test-site test-airgap test-scenarios fuzz-long shaders collection
 
 help:
 	@echo "make lab        install everything, build the lab image, start the lab, converge, validate, self-test"
 	@echo "make test       molecule test beside lint, payload, sanity, native and collection tests (what CI runs)"
 	@echo "make lab-down   remove the lab"
-	@echo "make test-scenarios  the molecule scenarios CI leaves out: debian13, faults, mixed-arch, rollout, upgrade"
+	@echo "make test-scenarios  the molecule scenarios CI leaves out: debian13, faults, mixed-arch, rollout, upgrade,"
+	@echo "                     upgrade-path, airgap"
 	@echo "make gpu-host-bundle  what scripts/gpu-host/slurm.sh needs on a GPU host (docs/hardware.md)"
 
 setup:
@@ -184,10 +185,16 @@ test-upgrade: image collection
 	bash lab/molecule-test.sh --scenario upgrade
 
 # Debian 12 -> 13 node by node, then Slurm 22.05 -> 23.11 -> 24.11 by the roles, jobs running.
+# Slurm 23.11 comes from an Ubuntu archive (GPULAB_UBUNTU_MIRROR, or this machine's apt sources).
 test-upgrade-path: image collection
 	bash lab/molecule-test.sh --scenario upgrade-path
 
-test-scenarios: test-debian13 test-faults test-mixed-arch test-rollout test-upgrade test-upgrade-path
+# No way out of the network, a flat local repository the only package source, given through
+# gpulab.cluster.apt_sources' variables alone: the roles install from it, a job runs.
+test-airgap: image collection
+	bash lab/molecule-test.sh --scenario airgap
+
+test-scenarios: test-debian13 test-faults test-mixed-arch test-rollout test-upgrade test-upgrade-path test-airgap
 
 # Every check above, molecule's default scenario beside the others (scripts/test.sh: the
 # reasons, the logs in build/test/); the prerequisites they share are built first, once.

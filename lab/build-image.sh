@@ -4,6 +4,8 @@
 # tagged :latest. Skipped when an image with the current recipe hash already exists.
 # Usage: lab/build-image.sh [--suite bookworm] [--arch amd64|arm64] (arm64 on an amd64 host
 # runs under qemu-user: qemu-user-static, binfmt-support, update-binfmts --enable qemu-aarch64)
+# Packages come from this host's apt sources and proxy, or GPULAB_DEBIAN_MIRROR,
+# GPULAB_DEBIAN_SECURITY_MIRROR, GPULAB_DEBIAN_KEYRING, GPULAB_APT_PROXY (lab/apt_sources.py).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -13,13 +15,21 @@ while (($#)); do
   case "$1" in
     --suite) suite=${2:?--suite needs a value}; shift 2 ;;
     --arch) arch=${2:?--arch needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-image.sh: unknown argument '$1' (use --suite SUITE, --arch ARCH)" >&2; exit 2 ;;
   esac
 done
 
-mirror=${GPULAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-security_mirror=${GPULAB_DEBIAN_SECURITY_MIRROR:-http://security.debian.org/debian-security}
+# The image's package sources (its /etc/apt/sources.list.d/debian.sources), debootstrap's
+# mirror and options, the keyrings they name and apt's proxy: this host's apt configuration,
+# or the environment's GPULAB_DEBIAN_MIRROR, GPULAB_DEBIAN_SECURITY_MIRROR (none: no security
+# updates), GPULAB_DEBIAN_KEYRING and GPULAB_APT_PROXY (none: no proxy). Where neither gives
+# a source: one line naming the variable, exit 1 (lab/apt_sources.py).
+resolved=$(mktemp -d /var/tmp/gpulab-sources.XXXXXX)
+trap 'rm -rf "$resolved"' EXIT
+assignments=$(python3 "$here/apt_sources.py" image "$suite" "$resolved") || exit 1
+# sets mirror, debootstrap_args, proxy and copy_keyrings
+eval "$assignments"
 # openssh-server: Ansible's connection into the containers (lab/rootfs/usr/local/sbin/gpulab-lab-sshd).
 packages=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,iproute2,procps,ca-certificates,openssh-server
 # Units that cannot work, or only get in the way, in an unprivileged container.
@@ -31,16 +41,19 @@ masked_units=(
   proc-sys-fs-binfmt_misc.automount proc-sys-fs-binfmt_misc.mount
   apt-daily.timer apt-daily-upgrade.timer
 )
-repo=localhost/gpulab-$suite-$arch
+# GPULAB_IMAGE_REPO: another name, e.g. for a trial build beside the image in use.
+repo=${GPULAB_IMAGE_REPO:-localhost/gpulab-$suite-$arch}
 debootstrap_cache=${GPULAB_DEBOOTSTRAP_CACHE:-/var/cache/gpulab/debootstrap}
 
 step() { printf '==> [image %s] %s\n' "$suite-$arch" "$*"; }
 die() { printf 'build-image.sh: %s\n' "$*" >&2; exit 1; }
 
-# The recipe: this script, the files copied into the rootfs, and the parameters.
+# The recipe: this script, the files copied into the rootfs, and the parameters (the resolved
+# sources and proxy, not how they were found: an unchanged source keeps the image).
 recipe_hash=$(
   {
-    printf '%s\n' "$suite" "$arch" "$mirror" "$security_mirror"
+    printf '%s\n' "$suite" "$arch" "$proxy"
+    cat "$resolved/debian.sources" ${copy_keyrings[@]+"${copy_keyrings[@]}"}
     cat "$0"
     (cd "$here/rootfs" && find . -type f | LC_ALL=C sort | while read -r f; do
       printf '%s %s\n' "$f" "$(stat -c %a "$f")"; cat "$f"; done)
@@ -92,15 +105,16 @@ cleanup() {
   # unmount them (deepest first) before deleting anything.
   local m
   for m in $(findmnt -rn -o TARGET | grep -F "$work/" | sort -r || true); do umount -l "$m" || true; done
-  rm -rf --one-file-system "$work"
+  rm -rf --one-file-system "$work" "$resolved"
 }
 trap cleanup EXIT
 rootfs=$work/rootfs
 mkdir -p "$debootstrap_cache"
 
-step "debootstrap $suite ($arch, minbase) into $rootfs"
-if ! debootstrap --variant=minbase --arch="$arch" --include="$packages" \
-  --cache-dir="$debootstrap_cache" "$suite" "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1; then
+step "debootstrap $suite ($arch, minbase) into $rootfs from $mirror"
+if ! http_proxy=${proxy:-${http_proxy:-}} debootstrap --variant=minbase --arch="$arch" --include="$packages" \
+  --cache-dir="$debootstrap_cache" ${debootstrap_args[@]+"${debootstrap_args[@]}"} \
+  "$suite" "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1; then
   tail -n 20 "$work/debootstrap.log" >&2
   die "debootstrap failed (log above)"
 fi
@@ -133,19 +147,14 @@ if [ "$arch" != "$(dpkg --print-architecture)" ]; then
   done
 fi
 rm -f "$rootfs/etc/apt/sources.list"
-cat >"$rootfs/etc/apt/sources.list.d/debian.sources" <<SOURCES
-Types: deb
-URIs: $mirror
-Suites: $suite $suite-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb
-URIs: $security_mirror
-Suites: $suite-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SOURCES
+cp "$resolved/debian.sources" "$rootfs/etc/apt/sources.list.d/debian.sources"
+for keyring in ${copy_keyrings[@]+"${copy_keyrings[@]}"}; do
+  [ -e "$rootfs$keyring" ] || install -D -m 0644 "$keyring" "$rootfs$keyring"
+done
+if [ -n "$proxy" ]; then
+  printf '// lab/build-image.sh: apt'"'"'s proxy on the host that built the image (GPULAB_APT_PROXY)\nAcquire::http::Proxy "%s";\n' \
+    "$proxy" >"$rootfs/etc/apt/apt.conf.d/01gpulab-proxy"
+fi
 cp -a "$here/rootfs/." "$rootfs/"
 
 # debootstrap installs the suite's last point release; a maintained host also has the

@@ -36,6 +36,7 @@ PLACE_KEYS = {
     "subnet",
     "shared_volume",
     "shared_volume_mib",
+    "internal",
     "image",
     "groups",
     "nodes",
@@ -81,6 +82,7 @@ class Place:
     apt_cache_host: str
     apt_cache_path: str
     spares: tuple[Container, ...] = ()  # nodes that join the running cluster later
+    internal: bool = False  # a network with no way out: the nodes reach only each other
 
     @property
     def container_prefix(self) -> str:
@@ -173,6 +175,7 @@ def place(name: str, definition: dict[str, Any] | None = None) -> Place:
         subnet=str(subnet) if subnet else None,
         shared_volume=spec["shared_volume"],
         shared_volume_mib=spec.get("shared_volume_mib"),
+        internal=bool(spec.get("internal", False)),
         shared_path=definition["shared_path"],
         apt_cache_host=expand(definition["apt_cache"]["host"]),
         apt_cache_path=definition["apt_cache"]["path"],
@@ -221,6 +224,7 @@ def place_json(p: Place) -> dict[str, Any]:
     return {
         "network": p.network,
         "subnet": p.subnet,
+        "internal": p.internal,
         "shared_volume": p.shared_volume,
         "shared_volume_mib": p.shared_volume_mib,
         "etc_hosts": p.etc_hosts,

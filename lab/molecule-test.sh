@@ -23,6 +23,12 @@ export GPULAB_TIMINGS_FILE=${GPULAB_TIMINGS_FILE:-$state/molecule-timings-$scena
 rm -f "$GPULAB_TIMINGS_FILE"
 
 start=$SECONDS
+# What the scenario needs on this machine before any container (molecule/NAME/host-prepare.sh:
+# package repositories no configured source may have): where it cannot be had, its one line
+# says how to provide it, and nothing is made.
+if [ -x "molecule/$scenario/host-prepare.sh" ]; then
+  "molecule/$scenario/host-prepare.sh" >/dev/null || exit 1
+fi
 # molecule's destroy (molecule/shared/destroy.yml) removes the containers the scenario's
 # place in lab/cluster.yml has now: containers left on its network by an older definition
 # or a killed run would keep the network in use. Remove them, the network and the shared

@@ -8,6 +8,12 @@ from ansible_collections.gpulab.cluster.plugins.filter.input_problems import (
     input_problems,
 )
 
+# A made-up ASCII-armored key block: armor header, empty line, base64, checksum.
+KEY = (
+    "-----BEGIN PGP PUBLIC KEY BLOCK-----\nComment: site mirror\n\nbWFkZS11cA==\n=abcd\n"
+    "-----END PGP PUBLIC KEY BLOCK-----"
+)
+
 
 @pytest.mark.parametrize(
     ("kind", "good", "bad"),
@@ -27,6 +33,15 @@ from ansible_collections.gpulab.cluster.plugins.filter.input_problems import (
          ["a b", "x;y", "a\nb", ""]),
         ("gecos", ["gpulab jobs", ""], ["a:b", "a\nb"]),
         ("text", ["--num-threads 2", ""], ['a"b', "a\nb", "$(id)", "`id`", "a\\b"]),
+        ("file_name", ["site-debian", "local_repo.2"], ["a b", "a/b", "a+b", ".hidden", "a\nb"]),
+        ("uri", ["http://mirror.example.org/debian", "file:/srv/repo", "mirror+file:/etc/m",
+                 "http://[fe80::1]:3142/debian"],
+         ["/srv/repo", "http://a b", "http://a\nSuites: x", "http://a#b", 'file:/a"']),
+        ("http_url", ["http://proxy.example.org:3142", "https://10.0.0.1:3128/"],
+         ['http://a";\nAcquire::x "y', "ftp://a", "http://a b", "http://a;b", "http://a}"]),
+        ("signed_by", ["/usr/share/keyrings/site.gpg", KEY, KEY + "\n"],
+         ["site.gpg", "/a b", "/etc/../x", "/k.gpg\nTrusted: yes", KEY + "\nTrusted: yes",
+          KEY.replace("\n=", "\n\x1b")]),
     ],
 )  # fmt: skip
 def test_each_kind_takes_what_fits_and_names_what_does_not(

@@ -29,7 +29,9 @@ COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
 BIN = Path(sys.executable).parent
 ROLES = sorted(path.name for path in (COLLECTION / "roles").iterdir())
 # site imports the component playbooks, which import facts (and vulkan_devices) first.
-COMPONENTS = ("identity", "timesync", "munge", "storage", "vulkan", "slurm", "payload")
+COMPONENTS = (
+    *("apt_sources", "identity", "timesync", "munge", "storage", "vulkan", "slurm", "payload"),
+)
 PLAYBOOKS = (
     "site",
     "validate",

@@ -20,6 +20,7 @@ PLAYBOOKS = REPO / "collections/ansible_collections/gpulab/cluster/playbooks"
 BIN = Path(sys.executable).parent
 # Each component (its playbook and its tag) and the roles it runs.
 COMPONENTS = {
+    "apt_sources": {"apt_sources"},
     "identity": {"identity"},
     "timesync": {"timesync"},
     "munge": {"munge"},

@@ -86,6 +86,16 @@ def test_a_scenario_reads_the_lab_connection_and_the_cluster_inventory(scenario:
     assert (directory / links["hosts"]).resolve() == ROOT / "molecule/shared/inventory.py"
 
 
+def test_only_the_air_gapped_place_has_a_network_with_no_way_out() -> None:
+    """molecule/shared/create.yml makes its network internal (lab/cluster.yml: internal)."""
+    assert {name for name in place_names() if place(name).internal} == {"airgap"}
+    created = json.loads(
+        subprocess.run(["python3", "lab/cluster.py", "place", "airgap"], cwd=ROOT, check=True,
+                       capture_output=True, text=True).stdout
+    )  # fmt: skip
+    assert created["internal"] is True
+
+
 def test_scenarios_can_run_side_by_side() -> None:
     """No two places share a container, network or volume name."""
     seen: dict[str, str] = {}

@@ -91,6 +91,17 @@ PROBES = [
         "payload_shared_dir": '/srv/"x', "payload_command_link": "/usr/local/bin/gp lab",
     }, ("payload_venv", "payload_storage_dir", "payload_shared_dir", "payload_command_link"),
         host="worker1", play_hosts="workers"),
+    Probe("apt-sources", "apt_sources", {
+        "apt_sources_repositories": [{
+            "name": "site/../../evil", "uris": ["http://m.example.org/debian\nSuites: sid"],
+            "suites": ["bookworm main"], "components": ["main\nTrusted: yes"],
+            "architectures": ["amd64 i386"], "signed_by": "/k.gpg\nTrusted: yes"}],
+        "apt_sources_proxy": 'http://p.example.org";\nAcquire::http::Pipeline-Depth "0',
+        "apt_sources_https_proxy": "http://p.example.org:3128 x",
+    }, ("apt_sources_repositories[0].name", "apt_sources_repositories[0].uris[0]",
+        "apt_sources_repositories[0].suites[0]", "apt_sources_repositories[0].components[0]",
+        "apt_sources_repositories[0].architectures[0]", "apt_sources_repositories[0].signed_by",
+        "apt_sources_proxy", "apt_sources_https_proxy")),
     Probe("vulkan", "vulkan", {
         "vulkan_vulkaninfo": "vulkaninfo; id", "vulkan_job_users": ["root", "a b"],
     }, ("vulkan_vulkaninfo", "vulkan_job_users[1]"), host="worker1", play_hosts="workers"),

@@ -37,6 +37,7 @@ BIN = Path(sys.executable).parent
 HOSTS = {"controller": ["controller1"], "storage": ["storage1"], "workers": ["worker1", "worker2"]}
 # Where site.yml runs each role.
 PLAY_HOSTS = {
+    "apt_sources": "all",
     "identity": "all",
     "munge": "all",
     "nfs_server": "storage",
@@ -75,7 +76,24 @@ class Case:
     commands: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
+FLAT = {"name": "site-local", "uris": ["file:/srv/site-repo"], "suites": ["./"], "trusted": True}
+
 CASES = [
+    # apt_sources
+    Case("apt-sources-exclusive-without-sources", "apt_sources", {"apt_sources_exclusive": True},
+         ("controller1", "apt_sources_exclusive is true", "apt_sources_repositories is empty"),
+         "controller1"),
+    # What apt would refuse or misread, each named in the one line.
+    Case("apt-sources-entries-apt-would-refuse", "apt_sources",
+         {"apt_sources_repositories": [FLAT | {"components": ["main"]},
+                                       FLAT | {"name": "site-b", "suites": ["bookworm"]}, FLAT]},
+         ("worker1", 'apt_sources_repositories names "site-local" twice',
+          "apt_sources_repositories[0] (site-local): suite ./ is a flat repository",
+          "apt_sources_repositories[1] (site-b) needs components"),
+         "worker1"),
+    Case("apt-sources-entry-without-uris", "apt_sources",
+         {"apt_sources_repositories": [{"name": "site", "suites": ["./"]}]},
+         ("apt_sources_repositories", "uris"), "controller1"),
     # identity
     Case("identity-uid-not-a-number", "identity",
          {"identity_users": [{"name": "gpulab", "uid": "two thousand"}]},

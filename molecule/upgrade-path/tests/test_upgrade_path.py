@@ -28,27 +28,16 @@ SLURM_HELD = "Package: slurm* libslurm*\nPin: version 22.05.*\nPin-Priority: 100
 SLURM_2311 = "Package: slurm* libslurm*\nPin: version 23.11.*\nPin-Priority: 1001\n"
 # slurmdbd 22.05 needs MariaDB 10.11 (docs/operations.md): Debian 12's until the last step.
 MARIADB_HELD = "Package: mariadb* libmariadb*\nPin: version 1:10.11.*\nPin-Priority: 1001\n"
-# Debian 12's own sources, kept for the held packages once the image's point at Debian 13.
-BOOKWORM = """\
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: bookworm bookworm-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb
-URIs: http://security.debian.org/debian-security
-Suites: bookworm-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-"""
+# Debian 12's own sources (the image's, from the machine that built it: lab/apt_sources.py),
+# kept as bookworm.sources for the held packages once debian.sources points at Debian 13.
+SOURCES = "/etc/apt/sources.list.d"
 # A node's distribution upgrade, Slurm and MariaDB held (docs/operations.md, "Debian 12 to 13").
 DIST_UPGRADE = f"""set -e
 export DEBIAN_FRONTEND=noninteractive
 printf '%s' '{SLURM_HELD}
 {MARIADB_HELD}' > {PREFERENCES}
-printf '%s' '{BOOKWORM}' > /etc/apt/sources.list.d/bookworm.sources
-sed -i 's/bookworm/trixie/g' /etc/apt/sources.list.d/debian.sources
+[ -e {SOURCES}/bookworm.sources ] || cp {SOURCES}/debian.sources {SOURCES}/bookworm.sources
+sed -i 's/bookworm/trixie/g' {SOURCES}/debian.sources
 apt-get update -qq
 apt-get full-upgrade -y -qq -o Dpkg::Options::=--force-confold >/tmp/dist-upgrade.log 2>&1 ||
   {{ tail -20 /tmp/dist-upgrade.log >&2; exit 1; }}

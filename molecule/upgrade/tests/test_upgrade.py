@@ -14,15 +14,14 @@ from slurm_ops import Slurm, StateSampler, timed
 
 JOBS = 8
 BACKUP = "/var/backups/slurm_acct_db.sql"
-# Debian 13's packages beside Debian 12's: apt's candidate for Slurm becomes 24.11.
+# Debian 13's packages beside Debian 12's: apt's candidate for Slurm becomes 24.11. From the
+# node's own Debian archive (its sources' first stanza, which the image took from the machine
+# that built it: lab/apt_sources.py), with suite trixie.
 TRIXIE_SOURCES = "/etc/apt/sources.list.d/gpulab-upgrade-trixie.sources"
-TRIXIE = """\
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: trixie
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-"""
+ADD_TRIXIE = (
+    "sed -n '1,/^$/p' /etc/apt/sources.list.d/debian.sources"
+    f" | sed 's/^Suites:.*/Suites: trixie/' > {TRIXIE_SOURCES}"
+)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +58,7 @@ def test_22_05_to_24_11_is_refused_before_any_change(
     versions, daemons = slurm.installed_versions(), slurm.daemons()
     assert {v.split(".")[:2] == ["22", "05"] for v in versions.values()} == {True}, versions
     for host in slurm.cluster.hosts:
-        slurm.run(host, f"cat > {TRIXIE_SOURCES} <<'EOF'\n{TRIXIE}EOF")
+        slurm.run(host, ADD_TRIXIE)
     try:
         with StateSampler(slurm) as sampler:
             start = time.monotonic()

@@ -28,7 +28,11 @@ description:
     C(D-HH), C(D-HH:MM), C(D-HH:MM:SS)); C(cpu_list) CPU ids and ranges (C(0-15,32)); C(host) a host
     name or address; C(gecos) one line without C(:) (an /etc/passwd field); C(text) any text on
     one line without C(\") C(\\) C($) or a backquote (inside a double-quoted shell or systemd
-    value)."
+    value); C(file_name) a file name of letters, digits and C(_ . -) (what apt reads in
+    C(sources.list.d)); C(uri) a URI, C(scheme:rest), without whitespace, C(#), C(\") or C(\\) (an
+    apt source); C(http_url) an C(http://) or C(https://) URL without whitespace, C(\"), C(\\),
+    C(;), C(#) or braces (inside a quoted apt.conf value); C(signed_by) a keyring's absolute path or
+    one ASCII-armored public key block (an apt source's C(Signed-By))."
 version_added: "2.0.0"
 author: gpulab contributors (@gpulab)
 options:
@@ -81,6 +85,20 @@ _KINDS: dict[str, tuple[re.Pattern[str], str]] = {
         ),
         "gecos": (r"[^\n\r:]*", "one line without ':' (an /etc/passwd field)"),
         "text": (r"[^\n\r\"\\$`]*", "one line without '\"', '\\', '$' or '`'"),
+        "file_name": (r"[A-Za-z0-9][A-Za-z0-9_.-]*", "a file name of letters, digits, _ . or -"),
+        "uri": (
+            r"[A-Za-z][A-Za-z0-9+.-]*:[^\s#\"\\]+",
+            "a URI (scheme:...) without whitespace, '#', '\"' or '\\'",
+        ),
+        "http_url": (
+            r"https?://[^\s#\"\\;{}]+",
+            "an http:// or https:// URL without whitespace, '#', '\"', '\\', ';' or braces",
+        ),
+        "signed_by": (
+            r"(?!.*/\.\.(?:/|$))/[A-Za-z0-9_.+@/-]*"
+            r"|-----BEGIN PGP PUBLIC KEY BLOCK-----\n[ -~\n]*\n-----END PGP PUBLIC KEY BLOCK-----\n?",
+            "a keyring's absolute path, or one ASCII-armored public key block",
+        ),
     }.items()
 }
 
