@@ -13,7 +13,7 @@ from gpulab.kernels._recording import Input, Recording, Scratch
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray, OwnedArray
 from gpulab.kernels.generate import Pattern, record_pattern, unsupported
 from gpulab.kernels.pipelines import Geometry, PipelineCatalog, geometry
-from gpulab.ops.spec import OPS, result_shape
+from gpulab.ops.registry import OPS, result_shape
 from gpulab.vk import Closeable, CommandBuffer, CommandPool, Device, Fence
 
 EXTRA_OPS = ("copy", "fill")
