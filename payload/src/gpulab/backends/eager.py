@@ -17,7 +17,8 @@ from gpulab.graph import Literal, Node
 from gpulab.native import NativeUnavailable
 from gpulab.native import kernels as native_kernels
 from gpulab.ops import NumericalError, reference
-from gpulab.ops.solver import SolverReport, solve
+from gpulab.ops.registry import ENTRIES
+from gpulab.ops.solver import SolverReport
 
 if TYPE_CHECKING:
     from gpulab.backends.base import Made
@@ -62,18 +63,15 @@ class EagerExecutor(OperationExecutor):
     def _call(
         self, node: Node, values: Mapping[str, FloatArray]
     ) -> tuple[FloatArray, SolverReport | None]:
-        """The node's value, and for jacobi how the solve went."""
+        """The node's value, and how a solve went (for an op whose entry reports one)."""
         arguments: dict[str, Any] = {
             name: (arg.value if isinstance(arg, Literal) else values[arg.name])
             for name, arg in node.inputs.items()
         }
         arguments.update(node.params)
-        report: SolverReport | None = None
         try:
-            if node.op == "jacobi":
-                result, report = solve(self.kernel("jacobi_step"), **arguments)
-            else:
-                result = self.kernel(node.op)(**arguments)
+            # The op's entry says how: its function, or (jacobi) a step under a shared loop.
+            result, report = ENTRIES[node.op].host_call(self.kernel, arguments)
         except MemoryError as exc:
             raise ExecutionFailed(f"node {shown(node.id)} ({node.op}): out of host memory") from exc
         return np.asarray(result, dtype=np.float32), report
@@ -115,7 +113,7 @@ class NativeExecutor(EagerExecutor):
         try:
             return super()._call(node, values)
         except ValueError as exc:
-            if node.op == "normalize":
+            if ENTRIES[node.op].host_errors_are_numerical:
                 raise NumericalError(str(exc)) from exc
             raise ExecutionFailed(f"node {shown(node.id)} ({node.op}): {exc}") from exc
 

@@ -12,8 +12,9 @@ import numpy as np
 from gpulab.kernels._recording import Input, Recording, Scratch
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray, OwnedArray
 from gpulab.kernels.generate import Pattern, record_pattern, unsupported
+from gpulab.kernels.op_recordings import NO_EXTRAS, RECORDINGS, Extras
 from gpulab.kernels.pipelines import Geometry, PipelineCatalog, geometry
-from gpulab.ops.registry import OPS, result_shape
+from gpulab.ops.registry import ENTRIES, OPS, result_shape
 from gpulab.vk import Closeable, CommandBuffer, CommandPool, Device, Fence
 
 EXTRA_OPS = ("copy", "fill")
@@ -21,8 +22,6 @@ EXTRA_OPS = ("copy", "fill")
 ceiling) and fill (out[i] = value + step * (i % period); inputs {"value": v}, params step and
 period)."""
 _INPUT_NAMES = {op: spec.input_names for op, spec in OPS.items()}
-_ONE_BINDING_OPS = ("matvec", "matmul", "jacobi")
-"""Ops whose inputs must each fit one storage binding (the vector ops split beyond it)."""
 
 
 class Recorded(NamedTuple):
@@ -30,7 +29,11 @@ class Recorded(NamedTuple):
 
     dispatches: int
     status: DeviceArray | None = None
-    """jacobi: its 8-word status (uint32 bits); word 4 counts the steps that ran."""
+    """The array of the `solver` extra (jacobi's 8-word status, uint32 bits; word 4 counts
+    the steps that ran)."""
+    extras: Extras = NO_EXTRAS
+    """The op's extra outputs by name (normalize's norm, jacobi's solver status), to read
+    back after the run and hand to the op's entry (OpEntry.checked)."""
 
 
 class Kernels(Closeable):
@@ -76,8 +79,16 @@ class Kernels(Closeable):
         options = dict(params) if params else {}
         self._check(op, inputs, out)
         recording = Recording(self._catalog, cmd, scratch, self._alignment)
-        status = recording.op(op, inputs, out, options)
-        return Recorded(recording.dispatches, status)
+
+        def array(name: str) -> DeviceArray:
+            value = inputs[name]
+            if not isinstance(value, DeviceArray):
+                raise ValueError(f"{op}: input {name!r} must be a device array, got a number")
+            return value
+
+        extras = RECORDINGS[op](recording, array, inputs, out, options)
+        solver = extras.get("solver")
+        return Recorded(recording.dispatches, solver.array if solver else None, extras)
 
     def generate(self, cmd: CommandBuffer, pattern: Pattern, out: DeviceArray) -> None:
         """Append the dispatches that fill `out` with `pattern` (see gpulab.kernels.generate),
@@ -174,7 +185,7 @@ class Kernels(Closeable):
         if out.shape != expected:
             raise ValueError(f"{op}: out has shape {out.shape}, the result has {expected}")
         limit = FLOAT_BYTES * self.geometry.binding_elements
-        if op in _ONE_BINDING_OPS:
+        if ENTRIES[op].one_binding:
             for name in names:
                 value = inputs[name]
                 if isinstance(value, DeviceArray) and value.nbytes > limit:
