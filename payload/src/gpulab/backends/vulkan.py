@@ -35,7 +35,7 @@ from gpulab.graph.model import NpyFile
 from gpulab.graph.values import read_npy_into
 from gpulab.kernels import DeviceArray, Extra, Input, Kernels, Pattern, Recorded
 from gpulab.memory import Allocation, BufferPool, MemoryManager, OutOfMemoryError, Stager
-from gpulab.ops.registry import ENTRIES
+from gpulab.ops.registry import entry
 from gpulab.ops.solver import SolverReport
 from gpulab.vk import (
     CommandPool,
@@ -225,7 +225,7 @@ class _Recording:
                 )
                 for name, (allocation, extra) in kept.items()
             }
-            report = ENTRIES[node.op].checked(node.id, values)
+            report = entry(node.op).checked(node.id, values)
             if report is not None:
                 solvers[node.id] = report
         graph = self.segment.graph

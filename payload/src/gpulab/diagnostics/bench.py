@@ -23,10 +23,10 @@ from typing import Any
 from gpulab.backends import BackendUnavailable, choose_device
 from gpulab.diagnostics.bench_compare import Library, load_library
 from gpulab.diagnostics.bench_ops import (
-    BENCHES,
     VECTOR_OPS,
     BenchOptions,
     Workload,
+    bench_of,
     default_sizes,
     matrix_fields,
 )
@@ -278,7 +278,7 @@ def _workloads(
     for op in dict.fromkeys(o for o in ops if o != "copy"):
         op_sizes = sizes if sizes is not None else default_sizes(op, device_local_bytes)
         result.extend(Workload(op, n) for n in op_sizes)
-        if BENCHES[op].shapes:
+        if bench_of(op).shapes:
             result.extend(Workload(op, max(dims), dims) for dims in shapes)
     return result
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from gpulab.ops.entries.jacobi import BENCH_STEPS
 from gpulab.ops.entry import Bench
-from gpulab.ops.registry import ENTRIES
+from gpulab.ops.registry import BUILT_IN, ENTRIES, entry, find
 
 COPY = Bench(
     bytes_moved=lambda n, dims: 4 * 2 * n,
@@ -27,10 +27,17 @@ COPY = Bench(
 """copy (a kernels op beyond the contract, x -> out): bench's bandwidth ceiling."""
 BENCHES: Mapping[str, Bench] = {
     "copy": COPY,
-    **{name: entry.bench for name, entry in ENTRIES.items() if not entry.bench.matrix},
-    **{name: entry.bench for name, entry in ENTRIES.items() if entry.bench.matrix},
+    **{name: ENTRIES[name].bench for name in BUILT_IN if not ENTRIES[name].bench.matrix},
+    **{name: ENTRIES[name].bench for name in BUILT_IN if ENTRIES[name].bench.matrix},
 }
 """What bench measures of each op (the entries' `bench`), vector ops first."""
+
+
+def bench_of(op: str) -> Bench:
+    """What bench needs of `op` (an op another package adds included)."""
+    return BENCHES.get(op) or entry(op).bench
+
+
 VECTOR_OPS = tuple(op for op, bench in BENCHES.items() if not bench.matrix)
 MATRIX_OPS = tuple(op for op, bench in BENCHES.items() if bench.matrix)
 ALL_OPS = VECTOR_OPS + MATRIX_OPS
@@ -67,7 +74,7 @@ class Workload:
     @property
     def bench(self) -> Bench:
         """What the op's entry says bench needs of it."""
-        return BENCHES[self.op]
+        return bench_of(self.op)
 
     @property
     def matrix(self) -> bool:
@@ -110,9 +117,9 @@ class Workload:
     @property
     def out_shape(self) -> tuple[int, ...]:
         """The shape of the result (() for a scalar)."""
-        if self.op not in ENTRIES:
+        if find(self.op) is None:
             return (self.n,)  # copy
-        spec = ENTRIES[self.op].spec
+        spec = entry(self.op).spec
         shapes = {
             name: (value[0] if isinstance(value, tuple) else ())
             for name, value in self.inputs.items()
@@ -143,7 +150,7 @@ def default_sizes(op: str, device_local_bytes: int) -> list[int]:
     """Powers of two from the op's entry (4 from 2^10 for vectors, 2 from 2^8 for matrix
     sides) up to what fits in a quarter of the device-local memory, at most 2^28 elements
     (2^12 sides for matmul, 2^13 else)."""
-    first, last, step = BENCHES[op].sizes
+    first, last, step = bench_of(op).sizes
     sizes = []
     for exponent in range(first, last + 1, step):
         size = 1 << exponent

@@ -11,7 +11,8 @@ from typing import Any
 from gpulab.graph._json import FLOAT32_MAX
 from gpulab.graph.model import BACKEND_NAMES, GRAPH_VERSION
 from gpulab.graph.nodes import PARAM_MAXIMUM
-from gpulab.ops import OPS, Kind, OpSpec, ParamSpec
+from gpulab.ops import Kind, OpSpec, ParamSpec
+from gpulab.ops.registry import entries
 
 _NUMBER = {"type": "number", "minimum": -FLOAT32_MAX, "maximum": FLOAT32_MAX}
 _COUNT = {"type": "integer", "minimum": 1}
@@ -126,7 +127,7 @@ def graph_schema() -> dict[str, Any]:
         "type": "object",
         "properties": {
             "id": _NAME,
-            "op": {"enum": list(OPS)},
+            "op": {"enum": list(entries())},
             "inputs": {"type": "object"},
             "params": {"type": "object"},
             "backend": {"enum": list(BACKEND_NAMES)},
@@ -134,7 +135,7 @@ def graph_schema() -> dict[str, Any]:
         },
         "required": ["id", "op", "inputs"],
         "additionalProperties": False,
-        "allOf": [_op(spec) for spec in OPS.values()],
+        "allOf": [_op(each.spec) for each in entries().values()],
     }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -16,6 +16,8 @@ import numpy.typing as npt
 from gpulab.kernels._recording import Input, Recording, Reduction
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray
 from gpulab.kernels.jacobi_status import solver_report
+from gpulab.ops.entry import resolve
+from gpulab.ops.registry import entry
 
 
 class Extra(NamedTuple):
@@ -167,3 +169,21 @@ RECORDINGS: Mapping[str, OpRecording] = {
     "fill": _fill,
 }
 """Each op's recording on Vulkan, by name (the contract's ops and copy and fill)."""
+
+
+def has_recording(op: str) -> bool:
+    """Whether `op` can be recorded."""
+    return op in RECORDINGS or entry(op).vulkan is not None
+
+
+def recording_of(op: str) -> OpRecording:
+    """The recording of `op`: gpulab's, or the one its entry names (an op another package
+    adds: OpEntry.vulkan); ValueError when it has none."""
+    found = RECORDINGS.get(op)
+    if found is not None:
+        return found
+    path = entry(op).vulkan
+    if path is None:
+        raise ValueError(f"{op} has no Vulkan recording (run it on cpu or native)")
+    recording: OpRecording = resolve(path)
+    return recording

@@ -93,6 +93,10 @@ class OpEntry:
     check: Callable[[str, Mapping[str, Any]], SolverReport | None] | None = None
     """(node id, the extra outputs a device recording returned, read back) -> the solver's
     report, if any; raises NumericalError when they show the result undefined."""
+    vulkan: str | None = None
+    """"module:function" of the Vulkan recording of an op another package adds (gpulab's own
+    are in gpulab.kernels.op_recordings): (Recording, array input by name, inputs, out,
+    params) -> its extra outputs by name."""
     one_binding: bool = False
     """Each input must fit one storage binding on Vulkan (the vector ops split beyond it)."""
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gpulab.ops.registry import ENTRIES
+from gpulab.ops import registry
 from gpulab.ops.solver import SolverReport, solve
 from gpulab.ops.spec import NumericalError
 
@@ -122,7 +122,7 @@ def jacobi_solve(
 
 def evaluate(op: str, inputs: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
     """Run `op` on named inputs and params (the graph's calling convention)."""
-    entry = ENTRIES[op]
-    arguments = {name: inputs[name] for name in entry.spec.input_names}
+    found = registry.entry(op)
+    arguments = {name: inputs[name] for name in found.spec.input_names}
     arguments.update(params)
-    return entry.reference_function(**arguments)
+    return found.reference_function(**arguments)

@@ -42,7 +42,7 @@ from gpulab.ops.bounds import (
     Float64Array,
     depth,
 )
-from gpulab.ops.registry import ENTRIES
+from gpulab.ops.registry import find
 
 __all__ = [
     "ELEMENTWISE_ULPS",
@@ -63,7 +63,7 @@ def bound(
 ) -> Float64Array:
     """The allowed |got - ref| of each element of `op`'s result (a 0-d array for scalars):
     the rule of the op's entry."""
-    entry = ENTRIES.get(op)
+    entry = find(op)
     if entry is None:
         raise ValueError(f"no tolerance policy for op {op!r}")
     allowed: Float64Array = np.asarray(
