@@ -1,6 +1,6 @@
 """Ops from other packages: a package installed in a fresh venv adds an op through the
-`gpulab.ops` entry point group, and the schema, `validate`, `run` on cpu and Vulkan and
-selftest know it; a graph of built-in ops never loads the entry points."""
+`gpulab.ops` entry point group, and the schema, `validate`, `run` on cpu and Vulkan,
+selftest and bench know it; a graph of built-in ops never loads the entry points."""
 
 from __future__ import annotations
 
@@ -126,6 +126,16 @@ def test_selftest_checks_the_op(python: Path) -> None:
     result = json.loads(done.stdout)
     negate = [check for check in result["checks"] if check["op"] == "negate"]
     assert result["ok"] and len(negate) == 7
+
+
+def test_bench_measures_the_op(python: Path, tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    done = gpulab_in(
+        python, "bench", "--ops", "negate", "--sizes", "1024", "--no-overhead", "--json", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    negate = [row for row in json.loads(out.read_text()) if row["op"] == "negate"]
+    assert [(row["n"], row["bytes"]) for row in negate] == [(1024, 8 * 1024)]
 
 
 def test_built_in_ops_load_no_entry_points(python: Path, tmp_path: Path) -> None:

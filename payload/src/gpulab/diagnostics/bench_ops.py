@@ -8,7 +8,7 @@ report GFLOP/s (the number that matters for matmul), jacobi its time per sweep.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,23 @@ VECTOR_OPS = tuple(op for op, bench in BENCHES.items() if not bench.matrix)
 MATRIX_OPS = tuple(op for op, bench in BENCHES.items() if bench.matrix)
 ALL_OPS = VECTOR_OPS + MATRIX_OPS
 DEFAULT_OPS = tuple(op for op in ALL_OPS if op != "copy")
+
+
+class OpChoices:
+    """bench's `--ops` choices: the built-in ops when listed (help, completion, argparse's
+    message), and also an op another package adds when asked (loaded then)."""
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(ALL_OPS)
+
+    def __len__(self) -> int:
+        return len(ALL_OPS)
+
+    def __contains__(self, op: object) -> bool:
+        return op in BENCHES or (isinstance(op, str) and find(op) is not None)
+
+
+OP_CHOICES = OpChoices()
 JACOBI_STEPS = BENCH_STEPS
 
 
