@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from gpulab.ops.cases import Draw
 
 Arguments = Mapping[str, Any]
-Case = tuple[dict[str, Any], dict[str, Any]]
+CaseData = tuple[dict[str, Any], dict[str, Any]]
 """One selftest case of an op: its inputs and params."""
 ToleranceRule = Callable[[ModuleType, Arguments, Any, Mapping[str, Any]], Any]
 """(gpulab.ops.bounds, inputs, reference result as float64, params) -> the allowed |error| of
@@ -36,7 +36,7 @@ each element."""
 Float32Check = Callable[..., Any]
 """(numpy, **inputs and params) -> the op in plain float32 numpy (the cpu selftest's side)."""
 HostCall = Callable[[Callable[[str], Callable[..., Any]], dict[str, Any]], tuple[Any, Any]]
-"""(the host module's function by name, arguments) -> (value, SolverReport or None)."""
+"""(the host backend's function by name, arguments) -> (value, SolverReport or None)."""
 
 
 def resolve(path: str) -> Any:
@@ -82,7 +82,7 @@ class OpEntry:
     """"module:function" of the numpy reference (float64 accumulation, float32 result)."""
     tolerance: ToleranceRule
     float32: Float32Check
-    cases: Callable[[Draw], Iterable[Case]]
+    cases: Callable[[Draw], Iterable[CaseData]]
     bench: Bench
     native: str | None = None
     """"module:function" of the native (C) function, where one exists."""
