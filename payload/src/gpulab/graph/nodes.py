@@ -23,9 +23,6 @@ from gpulab.ops.registry import entries, find
 
 NODE_KEYS = ("id", "op", "inputs", "params", "backend", "description")
 _NODE_KEY_SET = frozenset(NODE_KEYS)
-PARAM_MAXIMUM: dict[str, int] = {"iterations": 100_000}
-"""Upper bounds of integer params. Jacobi records one dispatch per step on Vulkan: a count
-beyond this is a runaway loop (or a denial of service), not a setting; use `tolerance`."""
 
 
 @dataclass(slots=True)
@@ -77,7 +74,7 @@ def _param(param: ParamSpec, raw: Any, path: str, node: str, problems: list[Prob
             problems.append(Problem(path, f"must be an integer, got {type_name(raw)}", node))
             return None
         value: float = int(raw)
-        most = PARAM_MAXIMUM.get(param.name)
+        most = param.maximum
         if most is not None and value > most:
             problems.append(Problem(path, f"must be at most {most}, got {shown(int(raw))}", node))
             return None

@@ -10,7 +10,6 @@ from typing import Any
 
 from gpulab.graph._json import FLOAT32_MAX
 from gpulab.graph.model import BACKEND_NAMES, GRAPH_VERSION
-from gpulab.graph.nodes import PARAM_MAXIMUM
 from gpulab.ops import Kind, OpSpec, ParamSpec
 from gpulab.ops.registry import entries
 
@@ -97,8 +96,8 @@ def _param(param: ParamSpec) -> dict[str, Any]:
     if param.minimum is not None:
         key = "exclusiveMinimum" if param.exclusive_minimum else "minimum"
         schema[key] = param.minimum
-    if param.name in PARAM_MAXIMUM:
-        schema["maximum"] = PARAM_MAXIMUM[param.name]
+    if param.maximum is not None:
+        schema["maximum"] = param.maximum
     return schema
 
 

@@ -59,6 +59,8 @@ class ParamSpec:
     default: int | float | None = None
     minimum: float | None = None
     exclusive_minimum: bool = False
+    maximum: int | None = None
+    """The largest value an integer param takes."""
     description: str = ""
 
 

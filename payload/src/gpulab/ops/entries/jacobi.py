@@ -15,6 +15,7 @@ from gpulab.ops.spec import Kind, OpSpec, ParamSpec, Shape, ShapeError
 JACOBI_ITERATIONS = (30, 8)
 """selftest's steps up to 33 unknowns, and beyond (lavapipe runs a 1031-row step in ~0.1 s)."""
 JACOBI_TOLERANCE = 1e-5
+MAX_ITERATIONS = 100_000
 BENCH_STEPS = 10
 """bench runs this many steps per op (one submission)."""
 
@@ -112,6 +113,9 @@ JACOBI = OpEntry(
                 int,
                 required=True,
                 minimum=0,
+                # One dispatch per step on Vulkan: a count beyond this is a runaway loop (or
+                # a denial of service), not a setting; use `tolerance`.
+                maximum=MAX_ITERATIONS,
                 description="Jacobi steps from x0 = 0",
             ),
             ParamSpec(
