@@ -17,7 +17,9 @@ from gpulab.graph import Literal, Node
 from gpulab.native import NativeUnavailable
 from gpulab.native import kernels as native_kernels
 from gpulab.ops import NumericalError, reference
-from gpulab.ops.solver import SolverReport, solve
+from gpulab.ops.entry import resolve
+from gpulab.ops.registry import entry, find
+from gpulab.ops.solver import SolverReport
 
 if TYPE_CHECKING:
     from gpulab.backends.base import Made
@@ -36,12 +38,16 @@ def cpu_name() -> str:
 
 
 class EagerExecutor(OperationExecutor):
-    """Runs each node by calling `module.<op>(**inputs, **params)` on host arrays."""
+    """Runs each node on host arrays by calling the function its op's entry names in `field`
+    ("reference" or "native") with (**inputs, **params); `module` has the helpers an entry's
+    `host` asks for (jacobi_step)."""
 
-    def __init__(self, name: str, module: ModuleType, driver: str) -> None:
+    def __init__(self, name: str, module: ModuleType, driver: str, field: str) -> None:
         self.name = name
         self._module = module
         self._driver = driver
+        self._field = field
+        self._functions: dict[str, Callable[..., Any]] = {}
 
     @property
     def device(self) -> dict[str, Any]:
@@ -55,25 +61,32 @@ class EagerExecutor(OperationExecutor):
         }
 
     def kernel(self, op: str) -> Callable[..., Any]:
-        """The function that runs `op` on host arrays."""
-        kernel: Callable[..., Any] = getattr(self._module, op)
-        return kernel
+        """The function that runs `op` (or the helper of that name) on host arrays."""
+        function = self._functions.get(op)
+        if function is None:
+            found = find(op)
+            if found is None:
+                function = getattr(self._module, op)
+            else:
+                path: str | None = getattr(found, self._field)
+                if path is None:
+                    raise ExecutionFailed(f"the {self.name} backend cannot run op {op!r}")
+                function = resolve(path)
+            self._functions[op] = function
+        return function
 
     def _call(
         self, node: Node, values: Mapping[str, FloatArray]
     ) -> tuple[FloatArray, SolverReport | None]:
-        """The node's value, and for jacobi how the solve went."""
+        """The node's value, and how a solve went (for an op whose entry reports one)."""
         arguments: dict[str, Any] = {
             name: (arg.value if isinstance(arg, Literal) else values[arg.name])
             for name, arg in node.inputs.items()
         }
         arguments.update(node.params)
-        report: SolverReport | None = None
         try:
-            if node.op == "jacobi":
-                result, report = solve(self.kernel("jacobi_step"), **arguments)
-            else:
-                result = self.kernel(node.op)(**arguments)
+            # The op's entry says how: its function, or (jacobi) a step under a shared loop.
+            result, report = entry(node.op).host_call(self.kernel, arguments)
         except MemoryError as exc:
             raise ExecutionFailed(f"node {shown(node.id)} ({node.op}): out of host memory") from exc
         return np.asarray(result, dtype=np.float32), report
@@ -107,7 +120,9 @@ class NativeExecutor(EagerExecutor):
             library = native_kernels.library()
         except NativeUnavailable as exc:
             raise BackendUnavailable(f"the native backend is unavailable: {exc}") from exc
-        super().__init__("native", native_kernels, f"gpulab_kernels ({library.path.name})")
+        super().__init__(
+            "native", native_kernels, f"gpulab_kernels ({library.path.name})", "native"
+        )
 
     def _call(
         self, node: Node, values: Mapping[str, FloatArray]
@@ -115,11 +130,11 @@ class NativeExecutor(EagerExecutor):
         try:
             return super()._call(node, values)
         except ValueError as exc:
-            if node.op == "normalize":
+            if entry(node.op).host_errors_are_numerical:
                 raise NumericalError(str(exc)) from exc
             raise ExecutionFailed(f"node {shown(node.id)} ({node.op}): {exc}") from exc
 
 
 def cpu_executor() -> EagerExecutor:
     """The numpy reference backend."""
-    return EagerExecutor("cpu", reference, f"numpy {np.__version__}")
+    return EagerExecutor("cpu", reference, f"numpy {np.__version__}", "reference")

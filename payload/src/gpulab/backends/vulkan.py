@@ -33,10 +33,10 @@ from gpulab.backends.errors import BackendUnavailable, ExecutionFailed
 from gpulab.graph import Literal, Node, nbytes
 from gpulab.graph.model import NpyFile
 from gpulab.graph.values import read_npy_into
-from gpulab.kernels import DeviceArray, Input, Kernels, Pattern
-from gpulab.kernels.jacobi_status import STATUS_WORDS, solver_report
+from gpulab.kernels import DeviceArray, Extra, Input, Kernels, Pattern, Recorded
 from gpulab.memory import Allocation, BufferPool, MemoryManager, OutOfMemoryError, Stager
-from gpulab.ops import NumericalError
+from gpulab.ops.registry import entry
+from gpulab.ops.solver import SolverReport
 from gpulab.vk import (
     CommandPool,
     Device,
@@ -78,6 +78,14 @@ def physical_device(index: int) -> PhysicalDevice:
     return devices[index]
 
 
+def _holding(array: DeviceArray, scratch: list[Allocation]) -> Allocation:
+    """The scratch allocation `array` lies in (an op's extra output is in its scratch)."""
+    for allocation in scratch:
+        if allocation.buffer is array.buffer:
+            return allocation
+    raise ExecutionFailed("an extra output of a recorded op is not in its scratch memory")
+
+
 class _Recording:
     """One segment recorded on the device, with the buffers its commands use."""
 
@@ -94,8 +102,8 @@ class _Recording:
         device = executor.device_object
         self.pool = BufferPool(executor.manager, budget_bytes=executor.device_budget)
         self.held: dict[str, Allocation] = {}
-        self.norms: list[tuple[Node, Allocation]] = []
-        self.statuses: list[tuple[Node, Allocation]] = []
+        self.extras: list[tuple[Node, dict[str, tuple[Allocation, Extra]]]] = []
+        """Each node's extra outputs (Recorded.extras) in the scratch kept for them."""
         self.queries: TimestampQueryPool | None = None
         self.command = executor.commands.allocate()
         try:
@@ -143,17 +151,21 @@ class _Recording:
                 passing[node.id] = allocation
             arrays[node.id] = DeviceArray.of(allocation, node.shape)
             scratch: list[Allocation] = []
-            self._record_node(node, arrays, scratch)
+            recorded = self._record_node(node, arrays, scratch)
             if self.queries is not None:
                 cmd.write_timestamp(self.queries, index + 2)
-            if node.op == "normalize" and scratch:
-                # Kernels asks for normalize's norm first: kept, to report a zero norm.
-                self.norms.append((node, scratch.pop(0)))
-            if node.op == "jacobi" and scratch:
-                # ... and for jacobi's status first: kept, to report how the solve went.
-                self.statuses.append((node, scratch.pop(0)))
+            # The scratch holding an extra output stays until the recording goes; the rest
+            # goes back to the pool now.
+            kept = {
+                name: (_holding(extra.array, scratch), extra)
+                for name, extra in recorded.extras.items()
+            }
+            if kept:
+                self.extras.append((node, kept))
+            held = [allocation for allocation, _ in kept.values()]
             for used in scratch:
-                self.pool.release(used)
+                if not any(used is allocation for allocation in held):
+                    self.pool.release(used)
             for name in segment.releases.get(node.id, ()):
                 if name in passing:
                     self.pool.release(passing.pop(name))
@@ -163,7 +175,7 @@ class _Recording:
 
     def _record_node(
         self, node: Node, arrays: Mapping[str, DeviceArray], scratch: list[Allocation]
-    ) -> None:
+    ) -> Recorded:
         def take(count: int) -> DeviceArray:
             allocation = self.pool.acquire(max(count, 4), label=f"scratch {node.id}")
             scratch.append(allocation)
@@ -174,7 +186,7 @@ class _Recording:
             for name, argument in node.inputs.items()
         }
         try:
-            self.executor.kernels.record(
+            return self.executor.kernels.record(
                 self.command,
                 node.op,
                 inputs,
@@ -204,20 +216,23 @@ class _Recording:
         executor.fence.reset()
         finished = time.perf_counter()
         wall_ms = (finished - submitted) * 1e3
-        for node, norm in self.norms:
-            if float(executor.stager.download(norm, ())) == 0.0:
-                raise NumericalError(f"normalize: x has norm 0 (node {shown(node.id)})")
+        # Each op's entry reads its extra outputs: a report, or NumericalError (a zero norm).
+        solvers: dict[str, SolverReport] = {}
+        for node, kept in self.extras:
+            values = {
+                name: extra.read(
+                    executor.stager.download(allocation, extra.array.shape), node.params
+                )
+                for name, (allocation, extra) in kept.items()
+            }
+            report = entry(node.op).checked(node.id, values)
+            if report is not None:
+                solvers[node.id] = report
         graph = self.segment.graph
         outputs = [name for name in self.patterns if name in graph.output_set]
         exported = {
             name: executor.stager.download(self.held[name], graph.shape(name))
             for name in (*self.segment.exports, *outputs)
-        }
-        solvers = {
-            node.id: solver_report(
-                executor.stager.download(status, (STATUS_WORDS,)), node.params.get("tolerance")
-            )
-            for node, status in self.statuses
         }
         times, timer, gpu_ms, generate_ms = self._times(wall_ms)
         phases = {
@@ -260,11 +275,11 @@ class _Recording:
         return times, "gpu", gpu_ms, (ticks[1] - ticks[0]) * period / 1e6
 
     def close(self) -> None:
-        kept = [*self.norms, *self.statuses]
-        for allocation in [*self.held.values(), *(allocation for _, allocation in kept)]:
+        kept = [allocation for _, extras in self.extras for allocation, _ in extras.values()]
+        for allocation in [*self.held.values(), *kept]:
             if not allocation.freed:
                 allocation.free()
-        self.held, self.norms, self.statuses = {}, [], []
+        self.held, self.extras = {}, []
         self.pool.close()
         if self.queries is not None:
             self.queries.close()

@@ -11,7 +11,13 @@ from gpulab._shown import shown
 from gpulab.cli.arguments import add_device
 from gpulab.cli.errors import EXIT_OK
 from gpulab.cli.output import say
-from gpulab.diagnostics.bench_ops import ALL_OPS, DEFAULT_OPS, BenchOptions, parse_shape
+from gpulab.diagnostics.bench_ops import (
+    ALL_OPS,
+    DEFAULT_OPS,
+    OP_CHOICES,
+    BenchOptions,
+    parse_shape,
+)
 
 
 def add_parser(commands: Any) -> None:
@@ -20,7 +26,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--ops",
         nargs="+",
-        choices=ALL_OPS,
+        choices=OP_CHOICES,
         default=list(DEFAULT_OPS),
         metavar="OP",
         help=f"the ops to measure, of {', '.join(ALL_OPS)} (default: {' '.join(DEFAULT_OPS)})",

@@ -23,10 +23,10 @@ from typing import Any
 from gpulab.backends import BackendUnavailable, choose_device
 from gpulab.diagnostics.bench_compare import Library, load_library
 from gpulab.diagnostics.bench_ops import (
-    JACOBI_STEPS,
     VECTOR_OPS,
     BenchOptions,
     Workload,
+    bench_of,
     default_sizes,
     matrix_fields,
 )
@@ -143,29 +143,13 @@ class VulkanBench:
             return created.array
 
         try:
-            op, n = workload.op, workload.n
-            params: dict[str, Any] = {}
-            if workload.matrix:
-                inputs: dict[str, Input] = {"A": array((n, n), 0.25)}
-                if op == "matmul":
-                    m, k, cols = workload.product
-                    inputs = {"A": array((m, k), 0.25), "B": array((k, cols), 0.5)}
-                    out = array((m, cols), 0.0)
-                elif op == "matvec":
-                    inputs["x"] = array((n,), 0.5)
-                    out = array((n,), 0.0)
-                else:
-                    inputs["b"] = array((n,), 0.5)
-                    out = array((n,), 0.0)
-                    params = {"iterations": JACOBI_STEPS}
-            else:
-                inputs = {"x": array((n,), 0.5)}
-                if op in ("add", "saxpy", "dot"):
-                    inputs["y"] = array((n,), -0.25)
-                if op in ("scale", "saxpy"):
-                    inputs["a"] = 1.5
-                scalar = op in ("sum", "min", "max", "dot", "l2_norm")
-                out = array(() if scalar else (n,), 0.0)
+            op = workload.op
+            params: dict[str, Any] = dict(workload.bench.params)
+            inputs: dict[str, Input] = {
+                name: (value if isinstance(value, float) else array(*value))
+                for name, value in workload.inputs.items()
+            }
+            out = array(workload.out_shape, 0.0)
             self._record(op, inputs, out, params=params, scratch=scratch, repeat=1)
             single, _ = self._submit()
             repeat = max(1, min(MAX_REPEAT, int(TARGET_SECONDS / max(single, 1e-6))))
@@ -294,7 +278,7 @@ def _workloads(
     for op in dict.fromkeys(o for o in ops if o != "copy"):
         op_sizes = sizes if sizes is not None else default_sizes(op, device_local_bytes)
         result.extend(Workload(op, n) for n in op_sizes)
-        if op == "matmul":
+        if bench_of(op).shapes:
             result.extend(Workload(op, max(dims), dims) for dims in shapes)
     return result
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpulab.backends import BackendUnavailable
-from gpulab.diagnostics.bench_ops import JACOBI_STEPS, Workload, matrix_fields
+from gpulab.diagnostics.bench_ops import Workload, matrix_fields
 
 TRIALS = 3
 TARGET_SECONDS = 0.05
@@ -64,60 +64,18 @@ class Library:
         return float(cuda.get_elapsed_time(start, end)) * 1e-3 / repeat
 
     def _operation(self, workload: Workload) -> Callable[[], Any]:
-        xp, n, op = self.module, workload.n, workload.op
-        torch = self.name == "torch"
-        if workload.matrix:
-            if op == "matmul":
-                m, k, cols = workload.product
-                a, b = self._array((m, k), 0.25), self._array((k, cols), 0.5)
-                c = self._array((m, cols), 0.0)
-                return lambda: xp.matmul(a, b, out=c)
-            a = self._array((n, n), 0.25)
-            v, out = self._array((n,), 0.5), self._array((n,), 0.0)
-            if op == "matvec":
-                return (
-                    (lambda: xp.mv(a, v, out=out)) if torch else (lambda: xp.matmul(a, v, out=out))
-                )
-            diagonal = xp.diagonal(a).clone() if torch else xp.diagonal(a).copy()
-
-            def jacobi() -> Any:
-                x = out * 0
-                for _ in range(JACOBI_STEPS):
-                    x = (v - (a @ x - diagonal * x)) / diagonal
-                return x
-
-            return jacobi
-        x, y, out = self._array((n,), 0.5), self._array((n,), -0.25), self._array((n,), 0.0)
-        if torch:
-            table: dict[str, Callable[[], Any]] = {
-                "copy": lambda: out.copy_(x),
-                "add": lambda: xp.add(x, y, out=out),
-                "scale": lambda: xp.mul(x, 1.5, out=out),
-                "saxpy": lambda: xp.add(y, x, alpha=1.5, out=out),
-                "sum": lambda: xp.sum(x),
-                "min": lambda: xp.min(x),
-                "max": lambda: xp.max(x),
-                "dot": lambda: xp.dot(x, y),
-                "l2_norm": lambda: xp.linalg.vector_norm(x),
-                "normalize": lambda: xp.div(x, xp.linalg.vector_norm(x), out=out),
-            }
-        else:
-            saxpy = xp.ElementwiseKernel(
-                "float32 a, float32 x, float32 y", "float32 o", "o = a * x + y", "gpulab_saxpy"
-            )
-            table = {
-                "copy": lambda: xp.copyto(out, x),
-                "add": lambda: xp.add(x, y, out=out),
-                "scale": lambda: xp.multiply(x, xp.float32(1.5), out=out),
-                "saxpy": lambda: saxpy(xp.float32(1.5), x, y, out),
-                "sum": lambda: xp.sum(x),
-                "min": lambda: xp.min(x),
-                "max": lambda: xp.max(x),
-                "dot": lambda: xp.dot(x, y),
-                "l2_norm": lambda: xp.linalg.norm(x),
-                "normalize": lambda: xp.divide(x, xp.linalg.norm(x), out=out),
-            }
-        return table[op]
+        """The op's entry's way of running it in this library, on arrays of bench's shapes."""
+        compare = workload.bench.compare
+        if compare is None:
+            raise BackendUnavailable(f"--compare {self.name}: {workload.op} has no equivalent")
+        arrays = {
+            name: (self._array(*value) if isinstance(value, tuple) else value)
+            for name, value in workload.inputs.items()
+        }
+        shape = workload.out_shape
+        if shape:
+            arrays["out"] = self._array(shape, 0.0)
+        return compare(self.module, self.name == "torch", arrays)
 
     def measure(self, workload: Workload) -> dict[str, Any]:
         """One row for `workload`: the best of TRIALS timed batches."""

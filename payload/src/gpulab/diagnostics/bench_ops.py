@@ -8,28 +8,58 @@ report GFLOP/s (the number that matters for matmul), jacobi its time per sweep.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-VECTOR_OPS = ("copy", "add", "scale", "saxpy", "sum", "min", "max", "dot", "l2_norm", "normalize")
-MATRIX_OPS = ("matvec", "matmul", "jacobi")
+from gpulab.ops.entries.jacobi import BENCH_STEPS
+from gpulab.ops.entry import Bench
+from gpulab.ops.registry import BUILT_IN, ENTRIES, entry, find
+
+COPY = Bench(
+    bytes_moved=lambda n, dims: 4 * 2 * n,
+    flops=lambda n, dims: n,
+    inputs=lambda n, dims: {"x": ((n,), 0.5)},
+    compare=lambda xp, torch, v: (
+        (lambda: v["out"].copy_(v["x"])) if torch else (lambda: xp.copyto(v["out"], v["x"]))
+    ),
+)
+"""copy (a kernels op beyond the contract, x -> out): bench's bandwidth ceiling."""
+BENCHES: Mapping[str, Bench] = {
+    "copy": COPY,
+    **{name: ENTRIES[name].bench for name in BUILT_IN if not ENTRIES[name].bench.matrix},
+    **{name: ENTRIES[name].bench for name in BUILT_IN if ENTRIES[name].bench.matrix},
+}
+"""What bench measures of each op (the entries' `bench`), vector ops first."""
+
+
+def bench_of(op: str) -> Bench:
+    """What bench needs of `op` (an op another package adds included)."""
+    return BENCHES.get(op) or entry(op).bench
+
+
+VECTOR_OPS = tuple(op for op, bench in BENCHES.items() if not bench.matrix)
+MATRIX_OPS = tuple(op for op, bench in BENCHES.items() if bench.matrix)
 ALL_OPS = VECTOR_OPS + MATRIX_OPS
 DEFAULT_OPS = tuple(op for op in ALL_OPS if op != "copy")
-JACOBI_STEPS = 10
-"""jacobi's bench runs this many steps per op (one submission)."""
 
-_VECTOR_TRAFFIC = {
-    "copy": 2,
-    "add": 3,
-    "scale": 2,
-    "saxpy": 3,
-    "sum": 1,
-    "min": 1,
-    "max": 1,
-    "dot": 2,
-    "l2_norm": 1,
-    "normalize": 3,  # x read for the norm, read again and written scaled
-}
+
+class OpChoices:
+    """bench's `--ops` choices: the built-in ops when listed (help, completion, argparse's
+    message), and also an op another package adds when asked (loaded then)."""
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(ALL_OPS)
+
+    def __len__(self) -> int:
+        return len(ALL_OPS)
+
+    def __contains__(self, op: object) -> bool:
+        return op in BENCHES or (isinstance(op, str) and find(op) is not None)
+
+
+OP_CHOICES = OpChoices()
+JACOBI_STEPS = BENCH_STEPS
 
 
 @dataclass(frozen=True)
@@ -59,13 +89,18 @@ class Workload:
     """matmul's (m, k, n) when not n x n x n."""
 
     @property
+    def bench(self) -> Bench:
+        """What the op's entry says bench needs of it."""
+        return bench_of(self.op)
+
+    @property
     def matrix(self) -> bool:
         """Whether `n` is a matrix side."""
-        return self.op in MATRIX_OPS
+        return self.bench.matrix
 
     @property
     def product(self) -> tuple[int, int, int]:
-        """matmul's (m, k, n)."""
+        """matmul's (m, k, n); (n, n, n) for the other ops."""
         return self.dims or (self.n, self.n, self.n)
 
     @property
@@ -76,49 +111,46 @@ class Workload:
     @property
     def bytes_moved(self) -> int:
         """Bytes read plus written, each array once."""
-        n = self.n
-        if self.op == "matvec":
-            return 4 * (n * n + 2 * n)
-        if self.op == "matmul":
-            m, k, cols = self.product
-            return 4 * (m * k + k * cols + m * cols)
-        if self.op == "jacobi":
-            return 4 * JACOBI_STEPS * (n * n + 3 * n)
-        return 4 * _VECTOR_TRAFFIC[self.op] * n
+        return self.bench.bytes_moved(self.n, self.product)
 
     @property
     def flops(self) -> int:
         """Floating-point operations (multiply-adds count two)."""
-        n = self.n
-        if self.op == "matmul":
-            m, k, cols = self.product
-            return 2 * m * k * cols
-        if self.op == "matvec":
-            return 2 * n * n
-        if self.op == "jacobi":
-            return JACOBI_STEPS * 2 * n * n
-        return n
+        return self.bench.flops(self.n, self.product)
 
     @property
     def device_bytes(self) -> int:
         """Bytes of device memory the inputs and output take (for the size limit)."""
         n = self.n
-        if self.op == "matmul":
-            return self.bytes_moved
+        if self.bench.device_bytes is not None:
+            return self.bench.device_bytes(n, self.product)
         return 4 * (3 * n * n + 2 * n) if self.matrix else 4 * 3 * n
+
+    @property
+    def inputs(self) -> dict[str, tuple[tuple[int, ...], float] | float]:
+        """Each input: (shape, fill value) of an array, or a scalar literal."""
+        return self.bench.inputs(self.n, self.product)
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        """The shape of the result (() for a scalar)."""
+        if find(self.op) is None:
+            return (self.n,)  # copy
+        spec = entry(self.op).spec
+        shapes = {
+            name: (value[0] if isinstance(value, tuple) else ())
+            for name, value in self.inputs.items()
+        }
+        return spec.shape(shapes) if spec.result.ndim else ()
 
 
 def matrix_fields(workload: Workload, seconds: float) -> dict[str, Any]:
     """What a matrix op's row adds to GB/s (Vulkan's and the compared library's alike):
-    GFLOP/s and the shape; jacobi its sweeps and the time of one."""
+    GFLOP/s, and what the op's entry adds (the shape; jacobi its sweeps and the time of one)."""
     fields: dict[str, Any] = {"gflops": workload.flops / seconds / 1e9}
-    if workload.op == "matmul":
-        fields["shape"] = list(workload.product)
-    else:
-        fields["shape"] = [workload.n, workload.n]
-    if workload.op == "jacobi":
-        fields["sweeps"] = JACOBI_STEPS
-        fields["sweep_ms"] = seconds * 1e3 / JACOBI_STEPS
+    extra = workload.bench.fields
+    if extra is not None:
+        fields |= extra(workload.n, workload.product, seconds)
     return fields
 
 
@@ -132,12 +164,12 @@ def parse_shape(text: str) -> tuple[int, int, int]:
 
 
 def default_sizes(op: str, device_local_bytes: int) -> list[int]:
-    """Powers of four from 2^10 (vectors) or 2^8 (matrix sides) up to what fits in a quarter
-    of the device-local memory, at most 2^28 elements (2^12 sides for matmul, 2^13 else)."""
-    matrix = op in MATRIX_OPS
-    first, last = (8, 12 if op == "matmul" else 13) if matrix else (10, 28)
+    """Powers of two from the op's entry (4 from 2^10 for vectors, 2 from 2^8 for matrix
+    sides) up to what fits in a quarter of the device-local memory, at most 2^28 elements
+    (2^12 sides for matmul, 2^13 else)."""
+    first, last, step = bench_of(op).sizes
     sizes = []
-    for exponent in range(first, last + 1, 1 if matrix else 2):
+    for exponent in range(first, last + 1, step):
         size = 1 << exponent
         if Workload(op, size).device_bytes * 4 > device_local_bytes:
             break

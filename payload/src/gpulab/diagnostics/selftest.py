@@ -1,16 +1,15 @@
 """`gpulab selftest`: every contract op at awkward sizes on a backend, against the reference.
 
-Each op runs at sizes 1, 31, 32, 33, 1023, 1025 and 2**20 + 7 (matrix ops at shapes built from
-those sizes) on seeded random data, and its result is compared with gpulab.ops.reference under
-the tolerance policy of gpulab.ops.tolerance. Backends: cpu (numpy in float32, independent of
-the reference's float64 accumulation), native (the C library) and vulkan (--device N, else the
-GPUs Slurm allocated to the job, else every device).
+Each op runs its entry's cases (gpulab.ops.entries) at sizes 1, 31, 32, 33, 1023, 1025 and
+2**20 + 7 (matrix ops at shapes built from those sizes) on seeded random data, and its result
+is compared with its reference under the tolerance policy of gpulab.ops.tolerance. Backends:
+cpu (numpy in float32, independent of the reference's float64 accumulation), native (the C
+library) and vulkan (--device N, else the GPUs Slurm allocated to the job, else every device).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,18 +20,12 @@ from gpulab.backends.eager import EagerExecutor, NativeExecutor, cpu_executor
 from gpulab.backends.vulkan import VulkanExecutor
 from gpulab.compute import GpuComputePipeline
 from gpulab.diagnostics.devices import device_summary, list_devices
-from gpulab.ops import reference, tolerance
+from gpulab.ops import tolerance
+from gpulab.ops.cases import Case, Draw
+from gpulab.ops.registry import entries, entry
 from gpulab.vk import NoVulkanDevice
 
 SIZES = (1, 31, 32, 33, 1023, 1025, 2**20 + 7)
-LARGE_MATRIX = (1031, 1017)
-"""The matrix for the 2**20 + 7 case: about 2**20 elements, neither side a power of two."""
-MATMUL_INNER = (65, 31)
-"""matmul's inner and output-column sizes beyond 33 rows (a full 1025^3 product takes seconds on
-lavapipe and tells no more than these awkward shapes)."""
-JACOBI_ITERATIONS = (30, 8)
-"""Jacobi steps up to 33 unknowns, and beyond (lavapipe runs a 1031-row step in ~0.1 s)."""
-JACOBI_TOLERANCE = 1e-5
 TIMES_TWO_TOLERANCE = 1e-6
 SEED = 2
 
@@ -40,95 +33,23 @@ Runner = Callable[..., Any]
 Warn = Callable[[str], None]
 
 
-@dataclass(frozen=True)
-class Case:
-    """One op on one input set."""
-
-    op: str
-    n: int
-    inputs: dict[str, Any]
-    params: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def shape(self) -> list[int]:
-        """The shape of the first array input (what the JSON reports)."""
-        first = next(v for v in self.inputs.values() if isinstance(v, np.ndarray))
-        return list(first.shape)
-
-
 def _uniform(rng: np.random.Generator, shape: int | tuple[int, ...]) -> npt.NDArray[np.float32]:
     return rng.uniform(-1.0, 1.0, shape).astype(np.float32)
 
 
-def _square_side(n: int) -> tuple[int, int]:
-    return (n, n) if n <= 1025 else LARGE_MATRIX
-
-
-def _dominant(rng: np.random.Generator, n: int) -> npt.NDArray[np.float32]:
-    """A strictly diagonally dominant matrix: Jacobi converges on it."""
-    a = _uniform(rng, (n, n))
-    a[np.diag_indices(n)] = np.abs(a).sum(axis=1) + 1.0
-    return a
-
-
 def cases() -> Iterator[Case]:
-    """Every op at every size, on seeded data."""
+    """Every op's cases (its entry's) at every size, on seeded data."""
     rng = np.random.default_rng(SEED)
     for n in SIZES:
-        x, y = _uniform(rng, n), _uniform(rng, n)
-        yield Case("add", n, {"x": x, "y": y})
-        yield Case("scale", n, {"x": x, "a": -2.5})
-        yield Case("saxpy", n, {"a": 1.5, "x": x, "y": y})
-        for op in ("sum", "min", "max", "l2_norm", "normalize"):
-            yield Case(op, n, {"x": x})
-        yield Case("dot", n, {"x": x, "y": y})
-        rows, cols = _square_side(n)
-        yield Case("matvec", n, {"A": _uniform(rng, (rows, cols)), "x": _uniform(rng, cols)})
-        inner, columns = (cols, cols) if n <= 33 else MATMUL_INNER
-        a, b = _uniform(rng, (rows, inner)), _uniform(rng, (inner, columns))
-        yield Case("matmul", n, {"A": a, "B": b})
-        side = min(n, LARGE_MATRIX[0])
-        system = {"A": _dominant(rng, side), "b": _uniform(rng, side)}
-        steps = JACOBI_ITERATIONS[0] if n <= 33 else JACOBI_ITERATIONS[1]
-        yield Case("jacobi", n, system, {"iterations": steps})
-        yield Case("jacobi", n, system, {"iterations": steps, "tolerance": JACOBI_TOLERANCE})
-
-
-def _numpy32_jacobi(
-    A: npt.NDArray[np.float32], b: npt.NDArray[np.float32], iterations: int, tolerance: float | None
-) -> npt.NDArray[np.float32]:
-    diagonal = np.diag(A)
-    x = np.zeros_like(b)
-    for _ in range(iterations):
-        following = (b - (A @ x - diagonal * x)) / diagonal
-        update = float(np.max(np.abs(following - x)))
-        x = following
-        if tolerance is not None and update < tolerance:
-            break
-    return x
+        draw = Draw(rng, n)
+        for each in entries().values():
+            for inputs, params in each.cases(draw):
+                yield Case(each.name, n, inputs, params)
 
 
 def numpy32(op: str, **arguments: Any) -> Any:
     """The op in plain float32 numpy (what a float32 CPU computes without wide accumulators)."""
-    x: Any = arguments.get("x")
-    y: Any = arguments.get("y")
-    table: dict[str, Callable[[], Any]] = {
-        "add": lambda: x + y,
-        "scale": lambda: np.float32(arguments.get("a", 0.0)) * x,
-        "saxpy": lambda: np.float32(arguments.get("a", 0.0)) * x + y,
-        "sum": lambda: np.sum(x),
-        "min": lambda: np.min(x),
-        "max": lambda: np.max(x),
-        "dot": lambda: np.dot(x, y),
-        "l2_norm": lambda: np.linalg.norm(x),
-        "normalize": lambda: x / np.linalg.norm(x),
-        "matvec": lambda: arguments["A"] @ x,
-        "matmul": lambda: arguments["A"] @ arguments["B"],
-        "jacobi": lambda: _numpy32_jacobi(
-            arguments["A"], arguments["b"], arguments["iterations"], arguments.get("tolerance")
-        ),
-    }
-    return table[op]()
+    return entry(op).float32(np, **arguments)
 
 
 def kernels_of(executor: EagerExecutor) -> Runner:
@@ -143,7 +64,7 @@ def kernels_of(executor: EagerExecutor) -> Runner:
 def check(case: Case, run: Runner) -> dict[str, Any]:
     """Run one case and compare it with the reference under the tolerance policy."""
     arguments = case.inputs | case.params
-    expected = getattr(reference, case.op)(**arguments)
+    expected = entry(case.op).reference_function(**arguments)
     got = run(case.op, **arguments)
     outcome = tolerance.compare(case.op, got, expected, case.inputs, case.params)
     result = {
@@ -170,9 +91,10 @@ def _times_two_checks(run: Callable[[npt.NDArray[np.float32]], Any]) -> list[dic
     return checks
 
 
-def run_checks(run: Runner) -> list[dict[str, Any]]:
-    """Every case on one runner."""
-    return [check(case, run) for case in cases()]
+def run_checks(run: Runner, runs: Callable[[str], bool] = lambda op: True) -> list[dict[str, Any]]:
+    """Every case of the ops the runner `runs` (an op another package adds may lack a
+    native function or a Vulkan recording)."""
+    return [check(case, run) for case in cases() if runs(case.op)]
 
 
 def _devices(device: int | None, choice: DeviceChoice, warn: Warn) -> list[int]:
@@ -196,7 +118,7 @@ def _vulkan_checks(index: int, chosen_by: str) -> tuple[dict[str, Any], list[dic
         checks = _times_two_checks(pipeline.execute)
         summary = device_summary(pipeline.info, full=False) | {"chosen_by": chosen_by}
     with VulkanExecutor(index) as executor:
-        checks += run_checks(executor.kernels.run)
+        checks += run_checks(executor.kernels.run, executor.kernels.records)
     return summary, [c | {"device": index} for c in checks]
 
 
@@ -207,7 +129,7 @@ def _host_selftest(backend: str) -> dict[str, Any]:
         summary = cpu_executor().device
     else:
         native = NativeExecutor()
-        checks = run_checks(kernels_of(native))
+        checks = run_checks(kernels_of(native), lambda op: entry(op).native is not None)
         summary = native.device
     return {
         "ok": all(c["ok"] for c in checks),

@@ -19,12 +19,10 @@ from gpulab.graph._json import (
 from gpulab.graph.model import BACKEND_NAMES, Argument, Arguments, Literal, Ref
 from gpulab.graph.problems import Problem
 from gpulab.ops import OPS, Kind, OpSpec, ParamSpec
+from gpulab.ops.registry import entries, find
 
 NODE_KEYS = ("id", "op", "inputs", "params", "backend", "description")
 _NODE_KEY_SET = frozenset(NODE_KEYS)
-PARAM_MAXIMUM: dict[str, int] = {"iterations": 100_000}
-"""Upper bounds of integer params. Jacobi records one dispatch per step on Vulkan: a count
-beyond this is a runaway loop (or a denial of service), not a setting; use `tolerance`."""
 
 
 @dataclass(slots=True)
@@ -76,7 +74,7 @@ def _param(param: ParamSpec, raw: Any, path: str, node: str, problems: list[Prob
             problems.append(Problem(path, f"must be an integer, got {type_name(raw)}", node))
             return None
         value: float = int(raw)
-        most = PARAM_MAXIMUM.get(param.name)
+        most = param.maximum
         if most is not None and value > most:
             problems.append(Problem(path, f"must be at most {most}, got {shown(int(raw))}", node))
             return None
@@ -137,6 +135,17 @@ def _default_params(spec: OpSpec) -> Mapping[str, Any] | None:
 _DEFAULT_PARAMS = {name: _default_params(spec) for name, spec in OPS.items()}
 
 
+def _spec(op_name: Any) -> OpSpec | None:
+    """The op's row: a built-in op's in one look-up, else another package's (loaded now)."""
+    if not isinstance(op_name, str):
+        return None
+    spec = OPS.get(op_name)
+    if spec is None:
+        found = find(op_name)
+        spec = found.spec if found is not None else None
+    return spec
+
+
 WellFormed = tuple[str, OpSpec, tuple[str | float, ...], Mapping[str, Any], str | None]
 """A node's id, op, inputs (in the op's order: a name to read, or a number), params and
 backend."""
@@ -168,7 +177,7 @@ def node_header(raw: Any) -> NodeHeader | None:
     if not isinstance(raw, dict) or not raw.keys() <= _NODE_KEY_SET:
         return None
     node_id, op_name, raw_inputs = raw.get("id"), raw.get("op"), raw.get("inputs")
-    spec = OPS.get(op_name) if isinstance(op_name, str) else None
+    spec = _spec(op_name)
     if not isinstance(node_id, str) or not node_id or spec is None:
         return None
     backend = raw.get("backend")
@@ -192,6 +201,8 @@ def node_params(index: int, raw: dict[str, Any], spec: OpSpec) -> Mapping[str, A
     """The node's params when given right, or the defaults when it gives none and none is
     required; else None."""
     if "params" not in raw:
+        if spec.name not in _DEFAULT_PARAMS:  # an op another package adds
+            _DEFAULT_PARAMS[spec.name] = _default_params(spec)
         return _DEFAULT_PARAMS[spec.name]
     problems: list[Problem] = []
     params = _params(spec, raw["params"], f"nodes[{index}].params", "", problems)
@@ -240,10 +251,11 @@ def parse_node(index: int, raw: Any, problems: list[Problem]) -> ParsedNode | No
         return None
     unknown_keys(raw, NODE_KEYS, path, problems, node_id)
     op_name = raw.get("op")
-    spec = OPS.get(op_name) if isinstance(op_name, str) else None
+    spec = _spec(op_name)
     if spec is None:
+        known = ", ".join(entries())
         problems.append(
-            Problem(f"{path}.op", f"unknown op {shown(op_name)} (known: {', '.join(OPS)})", node_id)
+            Problem(f"{path}.op", f"unknown op {shown(op_name)} (known: {known})", node_id)
         )
     backend = raw.get("backend")
     if backend is not None and backend not in BACKEND_NAMES:

@@ -10,8 +10,8 @@ from typing import Any
 
 from gpulab.graph._json import FLOAT32_MAX
 from gpulab.graph.model import BACKEND_NAMES, GRAPH_VERSION
-from gpulab.graph.nodes import PARAM_MAXIMUM
-from gpulab.ops import OPS, Kind, OpSpec, ParamSpec
+from gpulab.ops import Kind, OpSpec, ParamSpec
+from gpulab.ops.registry import entries
 
 _NUMBER = {"type": "number", "minimum": -FLOAT32_MAX, "maximum": FLOAT32_MAX}
 _COUNT = {"type": "integer", "minimum": 1}
@@ -96,8 +96,8 @@ def _param(param: ParamSpec) -> dict[str, Any]:
     if param.minimum is not None:
         key = "exclusiveMinimum" if param.exclusive_minimum else "minimum"
         schema[key] = param.minimum
-    if param.name in PARAM_MAXIMUM:
-        schema["maximum"] = PARAM_MAXIMUM[param.name]
+    if param.maximum is not None:
+        schema["maximum"] = param.maximum
     return schema
 
 
@@ -126,7 +126,7 @@ def graph_schema() -> dict[str, Any]:
         "type": "object",
         "properties": {
             "id": _NAME,
-            "op": {"enum": list(OPS)},
+            "op": {"enum": list(entries())},
             "inputs": {"type": "object"},
             "params": {"type": "object"},
             "backend": {"enum": list(BACKEND_NAMES)},
@@ -134,7 +134,7 @@ def graph_schema() -> dict[str, Any]:
         },
         "required": ["id", "op", "inputs"],
         "additionalProperties": False,
-        "allOf": [_op(spec) for spec in OPS.values()],
+        "allOf": [_op(each.spec) for each in entries().values()],
     }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

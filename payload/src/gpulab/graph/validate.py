@@ -24,7 +24,8 @@ from gpulab.graph.schedule import (
     peak_bytes,
     topological_order,
 )
-from gpulab.ops import OPS, Shape, ShapeError, kind_of_shape
+from gpulab.ops import Shape, ShapeError, kind_of_shape
+from gpulab.ops.registry import OPS
 
 GRAPH_KEYS = ("version", "name", "description", "inputs", "nodes", "outputs")
 GIB = 1 << 30
@@ -116,7 +117,7 @@ class _Checker:
             return taken
         for node in taken.nodes.values():
             self.declared[node.id] = node.index
-            spec = OPS[node.op]
+            spec = OPS[node.op]  # parsed: a package's op is loaded by now
             self.nodes[node.id] = ParsedNode(
                 node.id, spec, node.inputs, node.params, node.backend, node.index
             )

@@ -6,9 +6,10 @@ float32 array in a device buffer. `Kernels.generate` makes graph inputs on the d
 (`Uniform`, `Ramp`, `Constant`: bit for bit what numpy makes).
 """
 
-from gpulab.kernels._recording import REDUCTIONS, Input, Scratch
+from gpulab.kernels._recording import Input, Scratch
 from gpulab.kernels.array import DeviceArray, OwnedArray
 from gpulab.kernels.generate import Constant, Pattern, Ramp, Uniform
+from gpulab.kernels.op_recordings import REDUCTIONS, Extra
 from gpulab.kernels.pipelines import Geometry
 from gpulab.kernels.recorder import EXTRA_OPS, Kernels, Recorded
 
@@ -17,6 +18,7 @@ __all__ = [
     "REDUCTIONS",
     "Constant",
     "DeviceArray",
+    "Extra",
     "Geometry",
     "Input",
     "Kernels",

@@ -1,11 +1,12 @@
-"""One op's dispatches, appended to a command buffer: the kernels behind Kernels.record."""
+"""Dispatches appended to a command buffer: the kernels each op's recording is made of
+(gpulab.kernels.op_recordings says which an op records)."""
 
 from __future__ import annotations
 
 import math
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray
 from gpulab.kernels.jacobi_status import STATUS_WORDS
@@ -18,10 +19,20 @@ Scratch = Callable[[int], DeviceArray]
 Input = DeviceArray | float
 Binding = tuple[Buffer, int, int]
 
-REDUCTIONS = {"sum": 0, "min": 1, "max": 2, "dot": 3, "l2_norm": 4}
-"""reduce.glsl's OP codes of the first pass."""
-_COMBINE = {"sum": 0, "min": 1, "max": 2, "dot": 0, "l2_norm": 0}
-"""The OP code that combines partials of each reduction."""
+
+class Reduction(NamedTuple):
+    """How reduce.glsl computes one reduction (its OP codes)."""
+
+    first: int
+    """The OP code of the first pass, over the input."""
+    combine: int
+    """The OP code that combines partials."""
+    root: bool = False
+    """Take the square root in the last pass (l2_norm)."""
+    needs_elements: bool = False
+    """An empty input has no result (min, max)."""
+
+
 _FLOATS_PER_INVOCATION = 16  # reduce.glsl: four vec4 loads per loop iteration
 
 # Each kernel's push constants (u: uint32, f: float32), packed by a prebuilt Struct.
@@ -86,48 +97,7 @@ class Recording:
     def barrier(self) -> None:
         self.cmd.barrier("compute", "compute")
 
-    # --- ops ---------------------------------------------------------------------------
-
-    def op(
-        self, op: str, inputs: Mapping[str, Input], out: DeviceArray, params: dict[str, Any]
-    ) -> DeviceArray | None:
-        def array(name: str) -> DeviceArray:
-            value = inputs[name]
-            if not isinstance(value, DeviceArray):
-                raise ValueError(f"{op}: input {name!r} must be a device array, got a number")
-            return value
-
-        status: DeviceArray | None = None
-        if op == "add":
-            self.elementwise(array("x"), array("y"), 1.0, out, divide=False)
-        elif op == "scale":
-            self.elementwise(array("x"), None, inputs["a"], out, divide=False)
-        elif op == "saxpy":
-            self.elementwise(array("x"), array("y"), inputs["a"], out, divide=False)
-        elif op in REDUCTIONS:
-            y = array("y") if op == "dot" else None
-            self.reduce(op, array("x"), y, out)
-        elif op == "normalize":
-            x = array("x")
-            norm = self.scratch(FLOAT_BYTES, "normalize")
-            norm = DeviceArray(norm.buffer, (), norm.offset)
-            self.reduce("l2_norm", x, None, norm)
-            self.elementwise(x, None, norm, out, divide=True)
-        elif op == "matvec":
-            self.matvec(array("A"), array("x"), out)
-        elif op == "matmul":
-            self.matmul(array("A"), array("B"), out)
-        elif op == "jacobi":
-            status = self.jacobi(array("A"), array("b"), out, params)
-        elif op == "copy":
-            self.copy(array("x"), out)
-        elif op == "fill":
-            value = inputs.get("value", 0.0)
-            if isinstance(value, DeviceArray):
-                raise ValueError("fill: value must be a number")
-            step, period = float(params.get("step", 0.0)), int(params.get("period", 1))
-            self.fill(out, float(value), step, max(period, 1))
-        return status
+    # --- the kernels the ops record (gpulab.kernels.op_recordings) --------------------
 
     def fill(self, out: DeviceArray, value: float, step: float = 0.0, period: int = 1) -> None:
         chunk = self.geometry.binding_elements
@@ -217,10 +187,18 @@ class Recording:
             written += groups
         self.barrier()
 
-    def reduce(self, op: str, x: DeviceArray, y: DeviceArray | None, out: DeviceArray) -> None:
+    def reduce(
+        self,
+        what: str,
+        reduction: Reduction,
+        x: DeviceArray,
+        y: DeviceArray | None,
+        out: DeviceArray,
+    ) -> None:
+        """`reduction` of x (and y) into the scalar `out`; `what` names it in errors."""
         if x.size == 0:
-            if op in ("min", "max"):
-                raise ValueError(f"{op} of an empty vector")
+            if reduction.needs_elements:
+                raise ValueError(f"{what} of an empty vector")
             self.fill(out, 0.0)
             return
         # Level sizes: n -> partials -> ... -> 1; every level but the last in scratch.
@@ -232,15 +210,15 @@ class Recording:
         for count in intermediate:
             offsets.append(total)
             total += self.aligned(FLOAT_BYTES * count)
-        area = self.scratch(total, op) if intermediate else out
+        area = self.scratch(total, what) if intermediate else out
         targets = [
             DeviceArray(area.buffer, (count,), area.offset + offset)
             for count, offset in zip(intermediate, offsets, strict=True)
         ] + [out]
-        code, source, second = REDUCTIONS[op], x, y
+        code, source, second = reduction.first, x, y
         for target in targets:
-            self._reduce_pass(code, source, second, target, op == "l2_norm" and target is out)
-            code, source, second = _COMBINE[op], target, None
+            self._reduce_pass(code, source, second, target, reduction.root and target is out)
+            code, source, second = reduction.combine, target, None
 
     def matvec(self, a: DeviceArray, x: DeviceArray, out: DeviceArray) -> None:
         m, n = a.shape
@@ -284,8 +262,9 @@ class Recording:
         self.barrier()
 
     def jacobi(
-        self, a: DeviceArray, b: DeviceArray, out: DeviceArray, params: dict[str, Any]
+        self, a: DeviceArray, b: DeviceArray, out: DeviceArray, params: Mapping[str, Any]
     ) -> DeviceArray:
+        """The Jacobi steps into `out`; returns the status words (jacobi_status)."""
         iterations = int(params.get("iterations", 0))
         tolerance = params.get("tolerance")
         check_every = int(params.get("check_every", 1))

@@ -12,17 +12,15 @@ import numpy as np
 from gpulab.kernels._recording import Input, Recording, Scratch
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray, OwnedArray
 from gpulab.kernels.generate import Pattern, record_pattern, unsupported
+from gpulab.kernels.op_recordings import NO_EXTRAS, Extras, has_recording, recording_of
 from gpulab.kernels.pipelines import Geometry, PipelineCatalog, geometry
-from gpulab.ops.spec import OPS, result_shape
+from gpulab.ops.registry import entry, find, result_shape
 from gpulab.vk import Closeable, CommandBuffer, CommandPool, Device, Fence
 
 EXTRA_OPS = ("copy", "fill")
 """Ops beyond the contract: copy (x -> out, a multiple of 4 elements: bench's bandwidth
 ceiling) and fill (out[i] = value + step * (i % period); inputs {"value": v}, params step and
 period)."""
-_INPUT_NAMES = {op: spec.input_names for op, spec in OPS.items()}
-_ONE_BINDING_OPS = ("matvec", "matmul", "jacobi")
-"""Ops whose inputs must each fit one storage binding (the vector ops split beyond it)."""
 
 
 class Recorded(NamedTuple):
@@ -30,7 +28,11 @@ class Recorded(NamedTuple):
 
     dispatches: int
     status: DeviceArray | None = None
-    """jacobi: its 8-word status (uint32 bits); word 4 counts the steps that ran."""
+    """The array of the `solver` extra (jacobi's 8-word status, uint32 bits; word 4 counts
+    the steps that ran)."""
+    extras: Extras = NO_EXTRAS
+    """The op's extra outputs by name (normalize's norm, jacobi's solver status), to read
+    back after the run and hand to the op's entry (OpEntry.checked)."""
 
 
 class Kernels(Closeable):
@@ -76,8 +78,21 @@ class Kernels(Closeable):
         options = dict(params) if params else {}
         self._check(op, inputs, out)
         recording = Recording(self._catalog, cmd, scratch, self._alignment)
-        status = recording.op(op, inputs, out, options)
-        return Recorded(recording.dispatches, status)
+
+        def array(name: str) -> DeviceArray:
+            value = inputs[name]
+            if not isinstance(value, DeviceArray):
+                raise ValueError(f"{op}: input {name!r} must be a device array, got a number")
+            return value
+
+        extras = recording_of(op)(recording, array, inputs, out, options)
+        solver = extras.get("solver")
+        return Recorded(recording.dispatches, solver.array if solver else None, extras)
+
+    def records(self, op: str) -> bool:
+        """Whether this device can record `op` (an op another package adds may have no
+        Vulkan recording)."""
+        return has_recording(op)
 
     def generate(self, cmd: CommandBuffer, pattern: Pattern, out: DeviceArray) -> None:
         """Append the dispatches that fill `out` with `pattern` (see gpulab.kernels.generate),
@@ -94,9 +109,11 @@ class Kernels(Closeable):
     def run(self, op: str, **arguments: Any) -> Any:
         """`op` on numpy inputs (and params, by name): the result as numpy (np.float32 for
         scalars). Uploads, records, submits, waits and reads back: for tests and selftest."""
-        if op not in OPS:
+        found = find(op)
+        if found is None:
             raise ValueError(f"unknown op {op!r}")
-        names = OPS[op].input_names
+        spec = found.spec
+        names = spec.input_names
         missing = [name for name in names if name not in arguments]
         if missing:
             raise ValueError(f"{op}: missing input {missing[0]!r}")
@@ -117,7 +134,7 @@ class Kernels(Closeable):
             inputs: dict[str, Input] = {}
             for name in names:
                 value = arguments[name]
-                if OPS[op].input_kind(name).ndim == 0 and np.ndim(value) == 0:
+                if spec.input_kind(name).ndim == 0 and np.ndim(value) == 0:
                     inputs[name] = float(value)
                     continue
                 host = np.asarray(value, dtype=np.float32)
@@ -161,9 +178,10 @@ class Kernels(Closeable):
                 )
         if op in EXTRA_OPS:
             return
-        names = _INPUT_NAMES.get(op)
-        if names is None:
+        found = find(op)
+        if found is None:
             raise ValueError(f"unknown op {op!r}")
+        names = found.spec.input_names
         shapes = []
         for name in names:
             if name not in inputs:
@@ -174,7 +192,7 @@ class Kernels(Closeable):
         if out.shape != expected:
             raise ValueError(f"{op}: out has shape {out.shape}, the result has {expected}")
         limit = FLOAT_BYTES * self.geometry.binding_elements
-        if op in _ONE_BINDING_OPS:
+        if entry(op).one_binding:
             for name in names:
                 value = inputs[name]
                 if isinstance(value, DeviceArray) and value.nbytes > limit:
@@ -194,12 +212,12 @@ def _shape(value: Input) -> tuple[int, ...]:
 
 def _result_shape(op: str, inputs: Mapping[str, Input]) -> tuple[int, ...]:
     """The op table's shape rule (which also checks the inputs); () for scalar results."""
-    return _shape_rule(op, tuple(_shape(inputs[name]) for name in _INPUT_NAMES[op]))
+    return _shape_rule(op, tuple(_shape(inputs[name]) for name in entry(op).spec.input_names))
 
 
 @functools.lru_cache(maxsize=1024)
 def _shape_rule(op: str, shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
     """_result_shape for the input shapes in the op's order, remembered: recording checks
     the same shapes again and again (a ShapeError is raised, not remembered)."""
-    shape = result_shape(op, dict(zip(_INPUT_NAMES[op], shapes, strict=True)))
-    return () if OPS[op].result.ndim == 0 else shape
+    shape = result_shape(op, dict(zip(entry(op).spec.input_names, shapes, strict=True)))
+    return () if entry(op).spec.result.ndim == 0 else shape

@@ -1,7 +1,8 @@
-"""The contract's ops: their table (`spec`) and numpy reference semantics (`reference`)."""
+"""The ops: one entry each (`entry`, listed by `registry`), their table rows (`spec`) and
+numpy reference semantics (`reference`)."""
 
+from gpulab.ops.registry import OPS, result_shape
 from gpulab.ops.spec import (
-    OPS,
     Kind,
     NumericalError,
     OpSpec,
@@ -9,7 +10,6 @@ from gpulab.ops.spec import (
     Shape,
     ShapeError,
     kind_of_shape,
-    result_shape,
 )
 
 __all__ = [

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gpulab.ops import registry
 from gpulab.ops.solver import SolverReport, solve
-from gpulab.ops.spec import OPS, NumericalError
+from gpulab.ops.spec import NumericalError
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -121,7 +122,7 @@ def jacobi_solve(
 
 def evaluate(op: str, inputs: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
     """Run `op` on named inputs and params (the graph's calling convention)."""
-    spec = OPS[op]
-    arguments = {name: inputs[name] for name in spec.input_names}
+    found = registry.entry(op)
+    arguments = {name: inputs[name] for name in found.spec.input_names}
     arguments.update(params)
-    return globals()[op](**arguments)
+    return found.reference_function(**arguments)

@@ -21,7 +21,8 @@ float32 arithmetic on our side, bounded the way numerical analysis bounds it (Hi
   by 1 / |A_ii|; the iteration contracts earlier errors by rho = max_i sum_j!=i |A_ij| / |A_ii|,
   so the accumulated bound is that step bound times min(iterations, 1 / (1 - rho)).
 
-Everywhere: NaN must meet NaN, and an infinity the same infinity.
+Everywhere: NaN must meet NaN, and an infinity the same infinity. Each op's rule is part of
+its entry (gpulab.ops.entries); gpulab.ops.bounds has the arithmetic they share.
 """
 
 from __future__ import annotations
@@ -32,85 +33,43 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-EPS32 = float(np.finfo(np.float32).eps)
-"""2**-23: the spacing of float32 numbers at 1."""
-SEQUENTIAL_DEPTH = 32
-ELEMENTWISE_ULPS = 4
+from gpulab.ops import bounds
+from gpulab.ops.bounds import (
+    ELEMENTWISE_ULPS,
+    EPS32,
+    SEQUENTIAL_DEPTH,
+    Float64Array,
+    depth,
+)
+from gpulab.ops.registry import find
+
+__all__ = [
+    "ELEMENTWISE_ULPS",
+    "EPS32",
+    "SEQUENTIAL_DEPTH",
+    "Comparison",
+    "bound",
+    "compare",
+    "depth",
+]
+
 _TINY = float(np.finfo(np.float32).tiny)
-
-Float64Array = npt.NDArray[np.float64]
-
-
-def depth(n: int) -> int:
-    """The most roundings a term passes through in a float32 sum of n terms (see above)."""
-    if n <= 1:
-        return 0
-    return min(n - 1, math.ceil(math.log2(n)) + SEQUENTIAL_DEPTH)
-
-
-def _wide(value: Any) -> Float64Array:
-    return np.asarray(value, dtype=np.float32).astype(np.float64)
-
-
-def _dot_bound(k: int, abs_products: Float64Array, ref: Float64Array) -> Float64Array:
-    result: Float64Array = (depth(k) + 1) * EPS32 * abs_products + 2 * EPS32 * np.abs(ref)
-    return result
-
-
-def _jacobi_bound(inputs: Mapping[str, Any], ref: Float64Array, iterations: int) -> Float64Array:
-    a, b = _wide(inputs["A"]), _wide(inputs["b"])
-    n = b.size
-    diagonal = np.abs(np.diag(a))
-    off = np.abs(a) - np.diag(diagonal)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        step = (depth(n) + 3) * EPS32 * (np.abs(b) + off @ np.abs(ref)) / diagonal
-        rho = float(np.max(off.sum(axis=1) / diagonal)) if n else 0.0
-    growth = float(iterations) if rho >= 1 else min(float(iterations), 1 / (1 - rho))
-    result: Float64Array = step * max(growth, 1.0) + 2 * EPS32 * np.abs(ref)
-    return result
+_wide = bounds.wide
 
 
 def bound(
     op: str, inputs: Mapping[str, Any], ref: Any, params: Mapping[str, Any] | None = None
 ) -> Float64Array:
-    """The allowed |got - ref| of each element of `op`'s result (a 0-d array for scalars)."""
-    expected = _wide(ref)
-    options = dict(params or {})
-    if op in ("min", "max"):
-        exact: Float64Array = np.zeros(expected.shape)
-        return exact
-    if op == "add":
-        terms = np.abs(_wide(inputs["x"])) + np.abs(_wide(inputs["y"]))
-        return ELEMENTWISE_ULPS * EPS32 * terms
-    if op == "scale":
-        return ELEMENTWISE_ULPS * EPS32 * np.abs(_wide(inputs["a"]) * _wide(inputs["x"]))
-    if op == "saxpy":
-        scaled = np.abs(_wide(inputs["a"]) * _wide(inputs["x"]))
-        return ELEMENTWISE_ULPS * EPS32 * (scaled + np.abs(_wide(inputs["y"])))
-    if op == "sum":
-        x = _wide(inputs["x"])
-        return _dot_bound(x.size, np.asarray(np.sum(np.abs(x))), expected)
-    if op == "dot":
-        products = np.abs(_wide(inputs["x"]) * _wide(inputs["y"]))
-        return _dot_bound(products.size, np.asarray(np.sum(products)), expected)
-    if op == "l2_norm":
-        n = _wide(inputs["x"]).size
-        return ((depth(n) + 1) / 2 + 2) * EPS32 * np.abs(expected)
-    if op == "normalize":
-        n = _wide(inputs["x"]).size
-        relative = ((depth(n) + 1) / 2 + 2 + ELEMENTWISE_ULPS) * EPS32
-        return relative * np.abs(expected)
-    if op == "matvec":
-        a, x = _wide(inputs["A"]), _wide(inputs["x"])
-        return _dot_bound(a.shape[1], np.abs(a) @ np.abs(x), expected)
-    if op == "matmul":
-        a, b = _wide(inputs["A"]), _wide(inputs["B"])
-        return _dot_bound(a.shape[1], np.abs(a) @ np.abs(b), expected)
-    if op == "jacobi":
-        return _jacobi_bound(inputs, expected, int(options.get("iterations", 0)))
-    raise ValueError(f"no tolerance policy for op {op!r}")
+    """The allowed |got - ref| of each element of `op`'s result (a 0-d array for scalars):
+    the rule of the op's entry."""
+    entry = find(op)
+    if entry is None:
+        raise ValueError(f"no tolerance policy for op {op!r}")
+    allowed: Float64Array = np.asarray(
+        entry.tolerance(bounds, inputs, _wide(ref), dict(params or {}))
+    )
+    return allowed
 
 
 @dataclass(frozen=True)

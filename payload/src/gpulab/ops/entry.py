@@ -1,0 +1,125 @@
+"""One op's entry: everything gpulab knows about an op, in one value (docs/ops.md).
+
+An entry holds the op's table row (`spec`: inputs, params, result kind and shape rule), its
+numpy reference and native function (as "module:function" paths, imported on first use),
+its tolerance rule, its float32 check, its selftest cases, what it moves for `gpulab bench`,
+and the hooks through which executors learn its extra outputs (a solver's report, a norm that
+must not be zero). Executors, selftest, bench, the tolerance policy and the JSON Schema read
+entries; no code outside an op's own entry module branches on its name.
+
+Importing an entry module loads no numpy: `gpulab validate` reads the specs alone. The
+callables that compute get what they compute with as arguments (numpy, gpulab.ops.bounds,
+a selftest Draw).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from gpulab.ops.solver import SolverReport
+from gpulab.ops.spec import OpSpec
+
+if TYPE_CHECKING:
+    from gpulab.ops.cases import Draw
+
+Arguments = Mapping[str, Any]
+CaseData = tuple[dict[str, Any], dict[str, Any]]
+"""One selftest case of an op: its inputs and params."""
+ToleranceRule = Callable[[ModuleType, Arguments, Any, Mapping[str, Any]], Any]
+"""(gpulab.ops.bounds, inputs, reference result as float64, params) -> the allowed |error| of
+each element."""
+Float32Check = Callable[..., Any]
+"""(numpy, **inputs and params) -> the op in plain float32 numpy (the cpu selftest's side)."""
+HostCall = Callable[[Callable[[str], Callable[..., Any]], dict[str, Any]], tuple[Any, Any]]
+"""(the host backend's function by name, arguments) -> (value, SolverReport or None)."""
+
+
+def resolve(path: str) -> Any:
+    """The object a "module:attribute" path names (imported now)."""
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+@dataclass(frozen=True)
+class Bench:
+    """What `gpulab bench` needs of an op at size n (n elements, or an n x n matrix side;
+    matmul's `dims` an m x k by k x n product)."""
+
+    bytes_moved: Callable[[int, tuple[int, int, int]], int]
+    """(n, (m, k, n)) -> bytes read plus written, each array once."""
+    flops: Callable[[int, tuple[int, int, int]], int]
+    """(n, (m, k, n)) -> floating-point operations (multiply-adds count two)."""
+    inputs: Callable[[int, tuple[int, int, int]], dict[str, tuple[tuple[int, ...], float] | float]]
+    """(n, (m, k, n)) -> each input: (shape, fill value) of an array, or a scalar literal."""
+    matrix: bool = False
+    """Whether n is a matrix side."""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    fields: Callable[[int, tuple[int, int, int], float], dict[str, Any]] | None = None
+    """(n, (m, k, n), seconds) -> what a matrix op's row adds besides GFLOP/s."""
+    compare: Callable[[Any, bool, Mapping[str, Any]], Callable[[], Any]] | None = None
+    """(torch or cupy, whether torch, the arrays made from `inputs` and "out") -> a callable
+    that runs the op in that library (bench --compare)."""
+    shapes: bool = False
+    """Whether bench also runs it at the products of `--shapes MxKxN` (matmul)."""
+    sizes: tuple[int, int, int] = (10, 28, 2)
+    """bench's default sizes: powers of two from 2**first to 2**last in steps (exponents)."""
+    device_bytes: Callable[[int, tuple[int, int, int]], int] | None = None
+    """(n, (m, k, n)) -> device bytes of the inputs and output; default 3 vectors of n
+    elements, or 3 n x n matrices and 2 vectors for a matrix op."""
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    """One op (see the module docstring)."""
+
+    spec: OpSpec
+    reference: str
+    """"module:function" of the numpy reference (float64 accumulation, float32 result)."""
+    tolerance: ToleranceRule
+    float32: Float32Check
+    cases: Callable[[Draw], Iterable[CaseData]]
+    bench: Bench
+    native: str | None = None
+    """"module:function" of the native (C) function, where one exists."""
+    host: HostCall | None = None
+    """How a host backend (cpu, native) runs the op; default: its function of the op's name."""
+    host_errors_are_numerical: bool = False
+    """A ValueError from the native function is a NumericalError (not a runtime failure)."""
+    check: Callable[[str, Mapping[str, Any]], SolverReport | None] | None = None
+    """(node id, the extra outputs a device recording returned, read back) -> the solver's
+    report, if any; raises NumericalError when they show the result undefined."""
+    vulkan: str | None = None
+    """"module:function" of the Vulkan recording of an op another package adds (gpulab's own
+    are in gpulab.kernels.op_recordings): (Recording, array input by name, inputs, out,
+    params) -> its extra outputs by name."""
+    one_binding: bool = False
+    """Each input must fit one storage binding on Vulkan (the vector ops split beyond it)."""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @cached_property
+    def reference_function(self) -> Callable[..., Any]:
+        """The numpy reference, imported on first use."""
+        function: Callable[..., Any] = resolve(self.reference)
+        return function
+
+    def host_call(
+        self, functions: Callable[[str], Callable[..., Any]], arguments: dict[str, Any]
+    ) -> tuple[Any, SolverReport | None]:
+        """Run the op on a host backend whose functions are `functions(name)`."""
+        if self.host is None:
+            return functions(self.name)(**arguments), None
+        value, report = self.host(functions, arguments)
+        return value, report
+
+    def checked(self, node: str, extras: Mapping[str, Any]) -> SolverReport | None:
+        """The solver report of a device run from its extra outputs (NumericalError when they
+        show the result undefined)."""
+        return self.check(node, extras) if self.check is not None else None
