@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from gpulab.graph.schema import graph_schema
 from gpulab.ops import user_kernel
 from gpulab.ops.spirv import SpirvError, reflect
 from graph_helpers import cli, needs_vulkan, write_graph
@@ -217,3 +218,16 @@ def test_import_gpulab_does_not_load_the_kernel_module() -> None:
         check=True,
     )
     assert done.stdout.strip() == "False"
+
+
+def test_the_schema_takes_kernel_nodes_and_only_on_kernel_ops() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = graph_schema()
+    jsonschema.validate(_graph(), schema)
+    for bad in (
+        _graph(output={"size": 3}),
+        _graph(kernel={"file": "k.glsl"}),
+        _graph(op="scale", inputs={"x": "x", "a": 2.0}),  # kernel keys on another op
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)

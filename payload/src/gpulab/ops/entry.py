@@ -114,6 +114,8 @@ class OpEntry:
     shape rule) and params from its JSON, which may have the keys `node_keys` besides the
     common ones. Such an op is not listed among the ops (schema enum, selftest, bench)."""
     node_keys: tuple[str, ...] = ()
+    node_schema: Mapping[str, Any] | None = None
+    """The JSON Schema of such a node's own keys and inputs (the `then` of its op's branch)."""
 
     @property
     def name(self) -> str:

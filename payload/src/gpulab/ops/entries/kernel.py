@@ -70,6 +70,54 @@ def _no_tolerance(b: Any, inputs: Any, ref: Any, params: Any) -> Any:
     raise NotImplementedError("a user kernel has no tolerance rule")
 
 
+_NAME = {"type": "string", "minLength": 1}
+_SCHEMA = {
+    "required": ["kernel", "output"],
+    "properties": {
+        "inputs": {"additionalProperties": {"oneOf": [_NAME, {"type": "number"}]}},
+        "kernel": {
+            "type": "object",
+            "properties": {
+                "file": {
+                    "type": "string",
+                    "pattern": r"\.(comp|spv)$",
+                    "description": "GLSL compute shader or SPIR-V, relative to the graph file",
+                },
+                "reference": {
+                    "type": "string",
+                    "pattern": "^[^:]+:[^:]+$",
+                    "description": "module:function of a numpy reference (cpu, native)",
+                },
+            },
+            "required": ["file"],
+            "additionalProperties": False,
+        },
+        "output": {
+            "oneOf": [
+                {
+                    "type": "object",
+                    "properties": {"like": _NAME},
+                    "required": ["like"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "shape": {
+                            "type": "array",
+                            "items": {"type": "integer", "minimum": 0},
+                            "maxItems": 2,
+                        }
+                    },
+                    "required": ["shape"],
+                    "additionalProperties": False,
+                },
+            ]
+        },
+        "params": {"type": "object", "additionalProperties": False},
+    },
+}
+
 KERNEL = OpEntry(
     spec=OpSpec(NAME, (), Kind.VECTOR, _no_shape, description="a user's compute shader"),
     reference="gpulab.ops.user_kernel:load_kernel",  # unused: `host` runs the node's own
@@ -80,6 +128,7 @@ KERNEL = OpEntry(
     host=_host,
     node_form=node_form,
     node_keys=("kernel", "output"),
+    node_schema=_SCHEMA,
 )
 
 ENTRIES = (KERNEL,)
