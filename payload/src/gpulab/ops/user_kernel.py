@@ -135,21 +135,27 @@ def compile_glsl(path: Path, name: str) -> bytes:
     return spirv
 
 
-def _spirv_of(raw_file: Any, base_dir: Path) -> tuple[str, bytes]:
-    if not isinstance(raw_file, str) or not raw_file:
-        raise KernelError("kernel.file must name a .comp or .spv file")
-    path = base_dir / raw_file
+def load_spirv(path: Path, name: str) -> bytes:
+    """The SPIR-V of a `.spv` file as it is, or of a GLSL file compiled (and cached)."""
     if not path.is_file():
-        raise KernelError(f"kernel file {raw_file} not found (looked at {path})")
+        raise KernelError(f"kernel file {name} not found (looked at {path})")
     if path.suffix == ".spv":
         try:
-            return raw_file, path.read_bytes()
+            return path.read_bytes()
         except OSError as exc:
-            raise KernelError(f"cannot read {raw_file}: {exc.strerror or exc}") from exc
-    return raw_file, compile_glsl(path, raw_file)
+            raise KernelError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    return compile_glsl(path, name)
 
 
-def _check_convention(
+def reflected(spirv: bytes, name: str) -> Reflection:
+    """What the shader declares (KernelError when it is not a SPIR-V compute shader)."""
+    try:
+        return reflect(spirv)
+    except SpirvError as exc:
+        raise KernelError(f"kernel {name}: {exc}") from exc
+
+
+def check_convention(
     name: str, reflection: Reflection, arrays: tuple[str, ...], scalars: tuple[str, ...]
 ) -> None:
     """The shader declares what the node's inputs bind (KernelError naming the difference)."""
@@ -216,10 +222,10 @@ def load_kernel(raw_node: Mapping[str, Any], base_dir: Path) -> UserKernel:
     like, shape = _output(raw_node.get("output"), inputs)
     arrays = tuple(name for name, value in inputs.items() if isinstance(value, str))
     scalars = tuple(name for name, value in inputs.items() if not isinstance(value, str))
-    name, spirv = _spirv_of(spec.get("file"), base_dir)
-    try:
-        reflection = reflect(spirv)
-    except SpirvError as exc:
-        raise KernelError(f"kernel {name}: {exc}") from exc
-    _check_convention(name, reflection, arrays, scalars)
+    name = spec.get("file")
+    if not isinstance(name, str) or not name:
+        raise KernelError("kernel.file must name a .comp or .spv file")
+    spirv = load_spirv(base_dir / name, name)
+    reflection = reflected(spirv, name)
+    check_convention(name, reflection, arrays, scalars)
     return UserKernel(name, spirv, reflection, arrays, scalars, like, shape, reference)
