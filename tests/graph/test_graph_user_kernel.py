@@ -16,6 +16,8 @@ import pytest
 from gpulab.graph.schema import graph_schema
 from gpulab.ops import user_kernel
 from gpulab.ops.spirv import SpirvError, reflect
+from gpulab.submit import LocalTransport, prepare
+from gpulab.submit.staging import upload
 from graph_helpers import cli, needs_vulkan, write_graph
 
 needs_glslc = pytest.mark.skipif(shutil.which("glslc") is None, reason="glslc is not installed")
@@ -231,3 +233,22 @@ def test_the_schema_takes_kernel_nodes_and_only_on_kernel_ops() -> None:
     ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
+
+
+@needs_vulkan
+def test_submit_stages_the_shader_with_the_graph(
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shaders = folder / "shaders"
+    shaders.mkdir()
+    (folder / "leaky_relu.comp").rename(shaders / "leaky_relu.comp")
+    graph = _graph(kernel={"file": "shaders/leaky_relu.comp"})
+    staged = prepare(write_graph(folder, graph))
+    assert staged.document["nodes"][0]["kernel"] == {"file": "kernel-0-leaky_relu.comp"}
+    assert staged.files == (("kernel-0-leaky_relu.comp", shaders / "leaky_relu.comp"),)
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    path = upload(LocalTransport(), staged, str(job_dir))
+    code, result, err = _run(capsys, Path(path), "vulkan")
+    assert code == 0, err
+    np.testing.assert_array_equal(result["outputs"]["r"]["data"], _expected())

@@ -115,6 +115,9 @@ class OpEntry:
     common ones. Such an op is not listed among the ops (schema enum, selftest, bench)."""
     node_keys: tuple[str, ...] = ()
     node_schema: Mapping[str, Any] | None = None
+    node_files: tuple[tuple[str, str], ...] = ()
+    """The files such a node names, relative to the graph file, as (key, key within it):
+    `gpulab submit` copies them into the job directory with the graph."""
     """The JSON Schema of such a node's own keys and inputs (the `then` of its op's branch)."""
 
     @property

@@ -129,6 +129,7 @@ KERNEL = OpEntry(
     node_form=node_form,
     node_keys=("kernel", "output"),
     node_schema=_SCHEMA,
+    node_files=(("kernel", "file"),),
 )
 
 ENTRIES = (KERNEL,)
