@@ -252,3 +252,43 @@ def test_submit_stages_the_shader_with_the_graph(
     code, result, err = _run(capsys, Path(path), "vulkan")
     assert code == 0, err
     np.testing.assert_array_equal(result["outputs"]["r"]["data"], _expected())
+
+
+ADD_TWICE = """#version 450
+layout(local_size_x = 16) in;
+layout(std430, binding = 0) readonly buffer A { float a[]; };
+layout(std430, binding = 1) readonly buffer B { float b[]; };
+layout(std430, binding = 2) writeonly buffer Out { float o[]; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i < o.length()) o[i] = a[i] + 2.0 * b[i];
+}
+"""
+
+
+@needs_vulkan
+def test_matrices_and_no_push_constants(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (folder / "add_twice.comp").write_text(ADD_TWICE, encoding="utf-8")
+    graph = {
+        "version": 1,
+        "inputs": {
+            "A": {"type": "matrix", "random": {"rows": 7, "cols": 5, "seed": 1}},
+            "B": {"type": "matrix", "random": {"rows": 7, "cols": 5, "seed": 2}},
+        },
+        "nodes": [
+            {
+                "id": "m",
+                "op": "kernel",
+                "kernel": {"file": "add_twice.comp"},
+                "inputs": {"a": "A", "b": "B"},
+                "output": {"shape": [7, 5]},
+            }
+        ],
+        "outputs": ["m"],
+    }
+    code, result, err = _run(capsys, write_graph(folder, graph), "vulkan")
+    assert code == 0, err
+    a = np.random.default_rng(1).uniform(0, 1, (7, 5)).astype(np.float32)
+    b = np.random.default_rng(2).uniform(0, 1, (7, 5)).astype(np.float32)
+    assert result["outputs"]["m"]["shape"] == [7, 5]
+    np.testing.assert_array_equal(np.asarray(result["outputs"]["m"]["data"], np.float32), a + 2 * b)
