@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from gpulab import Runner, load_graph
 from gpulab.graph.schema import graph_schema
 from gpulab.ops import user_kernel
 from gpulab.ops.spirv import SpirvError, reflect
@@ -292,3 +293,15 @@ def test_matrices_and_no_push_constants(folder: Path, capsys: pytest.CaptureFixt
     b = np.random.default_rng(2).uniform(0, 1, (7, 5)).astype(np.float32)
     assert result["outputs"]["m"]["shape"] == [7, 5]
     np.testing.assert_array_equal(np.asarray(result["outputs"]["m"]["data"], np.float32), a + 2 * b)
+
+
+@needs_vulkan
+def test_another_shader_of_the_same_name_is_another_recording(folder: Path) -> None:
+    other = folder / "other"
+    other.mkdir()
+    (other / "leaky_relu.comp").write_text(LEAKY_RELU.replace("p.alpha * x[i]", "0.0"), "utf-8")
+    graphs = [load_graph(write_graph(where, _graph())) for where in (folder, other)]
+    with Runner("vulkan") as runner:
+        first, second = (runner.run(graph).outputs["r"] for graph in graphs)
+    np.testing.assert_array_equal(first, _expected())
+    np.testing.assert_array_equal(second, np.maximum(_x(), 0))

@@ -55,11 +55,12 @@ class UserKernel:
     shape: tuple[int, ...] | None
     reference: str | None
     """"module:function" of a numpy reference (run on cpu and native)."""
+    key: str = field(init=False)
+    """The SPIR-V's sha256: its pipelines are cached by it, and it is part of the node's
+    params as recordings are keyed (another shader of the same name is another recording)."""
 
-    @property
-    def key(self) -> str:
-        """The SPIR-V's sha256: its pipelines are cached by it."""
-        return hashlib.sha256(self.spirv).hexdigest()
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", hashlib.sha256(self.spirv).hexdigest())
 
 
 def cache_dir() -> Path:
