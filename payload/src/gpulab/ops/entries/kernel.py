@@ -66,6 +66,11 @@ def _host(
     return resolve(kernel.reference)(**arguments), None
 
 
+def no_reference(**arguments: Any) -> Any:
+    """The entry's own reference: there is none (each node names its own, `host` runs it)."""
+    raise NoHostRun("a kernel node's numpy reference is its own kernel.reference")
+
+
 def _no_tolerance(b: Any, inputs: Any, ref: Any, params: Any) -> Any:
     raise NotImplementedError("a user kernel has no tolerance rule")
 
@@ -120,7 +125,7 @@ _SCHEMA = {
 
 KERNEL = OpEntry(
     spec=OpSpec(NAME, (), Kind.VECTOR, _no_shape, description="a user's compute shader"),
-    reference="gpulab.ops.user_kernel:load_kernel",  # unused: `host` runs the node's own
+    reference="gpulab.ops.entries.kernel:no_reference",
     tolerance=_no_tolerance,
     float32=lambda np, **arguments: None,
     cases=lambda d: [],
