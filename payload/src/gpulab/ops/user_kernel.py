@@ -174,7 +174,8 @@ def check_convention(
         given = ", ".join(arrays) if arrays else "no array inputs"
         raise KernelError(
             f"kernel {name}: declares bindings {numbers} but the node binds {want} "
-            f"(0..{want - 1}: {given}, then the output)"
+            f"(0..{want - 1}: {given}, then the output; inputs given by name bind as "
+            "buffers, numbers are push constants)"
         )
     push = 4 * len(scalars)
     if push > PUSH_CONSTANT_BYTES:
