@@ -11,9 +11,11 @@ def test_gpulab_exports() -> None:
         "GpuComputePipeline",
         "Graph",
         "GraphInvalid",
+        "Kernel",
         "Result",
         "Runner",
         "__version__",
+        "kernel",
         "load_graph",
         "run_graph",
     ]

@@ -9,10 +9,10 @@ import ast
 from pathlib import Path
 
 import pytest
-from gpulab.ops.registry import ENTRIES, OPS
+from gpulab.ops.registry import ENTRIES, NODE_FORMS, OPS
 
 PACKAGE = Path(__file__).resolve().parents[2] / "payload" / "src" / "gpulab"
-NAMES = frozenset(ENTRIES)
+NAMES = frozenset(ENTRIES) | frozenset(NODE_FORMS)
 DEFINING = {
     PACKAGE / "ops" / "registry.py",
     *(PACKAGE / "ops" / "entries").glob("*.py"),

@@ -12,14 +12,17 @@ if TYPE_CHECKING:
     from gpulab.backends import Result, Runner, run_graph
     from gpulab.compute import GpuComputePipeline
     from gpulab.graph import Graph, GraphInvalid, load_graph
+    from gpulab.kernels.user import Kernel, kernel
 
 __all__ = [
     "GpuComputePipeline",
     "Graph",
     "GraphInvalid",
+    "Kernel",
     "Result",
     "Runner",
     "__version__",
+    "kernel",
     "load_graph",
     "run_graph",
 ]
@@ -30,6 +33,8 @@ __getattr__, __dir__ = lazy_attributes(
         "GpuComputePipeline": "gpulab.compute",
         "Graph": "gpulab.graph",
         "GraphInvalid": "gpulab.graph",
+        "Kernel": "gpulab.kernels.user",
+        "kernel": "gpulab.kernels.user",
         "Result": "gpulab.backends",
         "Runner": "gpulab.backends",
         "load_graph": "gpulab.graph",

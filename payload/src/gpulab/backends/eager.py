@@ -17,7 +17,7 @@ from gpulab.graph import Literal, Node
 from gpulab.native import NativeUnavailable
 from gpulab.native import kernels as native_kernels
 from gpulab.ops import NumericalError, reference
-from gpulab.ops.entry import resolve
+from gpulab.ops.entry import NoHostRun, resolve
 from gpulab.ops.registry import entry, find
 from gpulab.ops.solver import SolverReport
 
@@ -89,6 +89,8 @@ class EagerExecutor(OperationExecutor):
             result, report = entry(node.op).host_call(self.kernel, arguments)
         except MemoryError as exc:
             raise ExecutionFailed(f"node {shown(node.id)} ({node.op}): out of host memory") from exc
+        except NoHostRun as exc:
+            raise BackendUnavailable(f"node {shown(node.id)} ({node.op}): {exc}") from exc
         return np.asarray(result, dtype=np.float32), report
 
     def close(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -237,8 +238,11 @@ def _parsed(index: int, fields: WellFormed) -> ParsedNode:
     return ParsedNode(node_id, spec, Arguments(spec.input_names, given), params, backend, index)
 
 
-def parse_node(index: int, raw: Any, problems: list[Problem]) -> ParsedNode | None:
-    """One entry of `nodes` (None when its op or inputs are unusable); problems recorded."""
+def parse_node(
+    index: int, raw: Any, problems: list[Problem], base_dir: Path | None = None
+) -> ParsedNode | None:
+    """One entry of `nodes` (None when its op or inputs are unusable); problems recorded.
+    `base_dir`: the graph file's folder, against which a kernel node's file is found."""
     fields = well_formed(index, raw)
     if fields is not None:
         return _parsed(index, fields)
@@ -249,9 +253,18 @@ def parse_node(index: int, raw: Any, problems: list[Problem]) -> ParsedNode | No
     if not isinstance(node_id, str) or not node_id:
         problems.append(Problem(f"{path}.id", f"must be a non-empty string, got {shown(node_id)}"))
         return None
-    unknown_keys(raw, NODE_KEYS, path, problems, node_id)
     op_name = raw.get("op")
     spec = _spec(op_name)
+    found = find(op_name) if spec is not None and isinstance(op_name, str) else None
+    form = found.node_form if found is not None else None
+    unknown_keys(raw, NODE_KEYS + (found.node_keys if found else ()), path, problems, node_id)
+    own_params: dict[str, Any] | None = None
+    if form is not None and isinstance(raw.get("inputs"), dict):
+        try:
+            spec, own_params = form(raw, base_dir or Path("."))
+        except ValueError as exc:
+            problems.append(Problem(path, str(exc), node_id))
+            return None
     if spec is None:
         known = ", ".join(entries())
         problems.append(
@@ -294,6 +307,8 @@ def parse_node(index: int, raw: Any, problems: list[Problem]) -> ParsedNode | No
                 )
             )
     params = _params(spec, raw.get("params", {}), f"{path}.params", node_id, problems)
+    if own_params is not None and params is not None:
+        params = {**params, **own_params}
     if len(inputs) != len(spec.inputs):
         return None
     # Kept with bad params or keys (already reported) so that its shapes are checked too.

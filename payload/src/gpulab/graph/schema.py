@@ -11,7 +11,8 @@ from typing import Any
 from gpulab.graph._json import FLOAT32_MAX
 from gpulab.graph.model import BACKEND_NAMES, GRAPH_VERSION
 from gpulab.ops import Kind, OpSpec, ParamSpec
-from gpulab.ops.registry import entries
+from gpulab.ops.entry import OpEntry
+from gpulab.ops.registry import NODE_FORMS, entries
 
 _NUMBER = {"type": "number", "minimum": -FLOAT32_MAX, "maximum": FLOAT32_MAX}
 _COUNT = {"type": "integer", "minimum": 1}
@@ -101,7 +102,7 @@ def _param(param: ParamSpec) -> dict[str, Any]:
     return schema
 
 
-def _op(spec: OpSpec) -> dict[str, Any]:
+def _op(spec: OpSpec, own_keys: list[str]) -> dict[str, Any]:
     argument = {"oneOf": [_NAME, _NUMBER]}
     then: dict[str, Any] = {
         "properties": {
@@ -113,6 +114,7 @@ def _op(spec: OpSpec) -> dict[str, Any]:
                 {param.name: _param(param) for param in spec.params},
                 [param.name for param in spec.params if param.required],
             ),
+            **{key: False for key in own_keys},  # keys only nodes of another form have
         }
     }
     if any(param.required for param in spec.params):
@@ -120,21 +122,32 @@ def _op(spec: OpSpec) -> dict[str, Any]:
     return {"if": {"properties": {"op": {"const": spec.name}}}, "then": then}
 
 
+def _node_form(entry: OpEntry) -> dict[str, Any]:
+    """The branch of an op whose nodes have a form of their own (a user kernel)."""
+    return {"if": {"properties": {"op": {"const": entry.name}}}, "then": entry.node_schema}
+
+
 def graph_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a version-1 graph."""
+    forms = [each for each in NODE_FORMS.values() if each.node_schema is not None]
+    own_keys = sorted({key for each in forms for key in each.node_keys})
     node = {
         "type": "object",
         "properties": {
             "id": _NAME,
-            "op": {"enum": list(entries())},
+            "op": {"enum": [*entries(), *(each.name for each in forms)]},
             "inputs": {"type": "object"},
             "params": {"type": "object"},
             "backend": {"enum": list(BACKEND_NAMES)},
             "description": {"type": "string"},
+            **{key: {} for key in own_keys},
         },
         "required": ["id", "op", "inputs"],
         "additionalProperties": False,
-        "allOf": [_op(each.spec) for each in entries().values()],
+        "allOf": [
+            *(_op(each.spec, own_keys) for each in entries().values()),
+            *(_node_form(each) for each in forms),
+        ],
     }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -148,7 +148,7 @@ class _Checker:
                             f"nodes[{index}].id", f"duplicate id (also nodes[{first}].id)", node_id
                         )
                     )
-            parsed = parse_node(index, raw_node, errors)
+            parsed = parse_node(index, raw_node, errors, self.base_dir)
             if parsed is not None and parsed.id not in nodes:
                 nodes[parsed.id] = parsed
             if self.consume:
@@ -199,7 +199,7 @@ class _Checker:
                 if shape is None:
                     break  # broken upstream, already reported
                 want = op.input_kinds[name]
-                if kind_of_shape(shape) is not want:
+                if kind_of_shape(shape) is not want and not op.any_kind:
                     self.errors.append(
                         Problem(
                             f"{node.path}.inputs.{name}",

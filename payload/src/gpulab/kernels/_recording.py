@@ -94,6 +94,34 @@ class Recording:
         cmd.dispatch(*groups)
         self.dispatches += 1
 
+    def user_kernel(
+        self,
+        key: str,
+        spirv: bytes,
+        bindings: Sequence[Binding],
+        *,
+        local_x: int,
+        scalars: Sequence[float],
+        out: DeviceArray,
+    ) -> None:
+        """A user's shader (SPIR-V `spirv`, cached as `key`): ceil(out.size / local_x)
+        workgroups along x, the scalars pushed as float32."""
+        groups = max(1, -(-out.size // max(local_x, 1)))
+        if groups > self.geometry.max_groups:
+            raise ValueError(
+                f"kernel: {out.size} elements need {groups} workgroups of {local_x}, "
+                f"more than the device's {self.geometry.max_groups}"
+            )
+        pipeline = self.catalog.pipeline(key, len(bindings), (), spirv=spirv)
+        cmd, layout = self.cmd, pipeline.layout
+        cmd.bind_pipeline(pipeline)
+        cmd.bind_descriptor_sets(layout, (self.catalog.descriptor_set(bindings),))
+        if scalars:
+            cmd.push_constants(layout, struct.pack(f"<{len(scalars)}f", *scalars))
+        cmd.dispatch(groups)
+        self.dispatches += 1
+        self.barrier()
+
     def barrier(self) -> None:
         self.cmd.barrier("compute", "compute")
 

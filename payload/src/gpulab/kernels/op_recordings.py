@@ -156,6 +156,28 @@ def _fill(
     return NO_EXTRAS
 
 
+def _user_kernel(
+    r: Recording,
+    array: Array,
+    inputs: Mapping[str, Input],
+    out: DeviceArray,
+    params: Mapping[str, Any],
+) -> Extras:
+    """A user's shader (gpulab.ops.user_kernel): its arrays, then the output, as bindings;
+    its numbers as push constants; one invocation per output element along x."""
+    kernel = params["kernel"]
+    scalars = []
+    for name in kernel.scalars:
+        value = inputs[name]
+        if isinstance(value, DeviceArray):
+            raise ValueError(f"kernel {kernel.name}: scalar input {name!r} must be a number")
+        scalars.append(float(value))
+    bindings = [array(name).binding() for name in kernel.arrays] + [out.binding()]
+    local_x = kernel.reflection.local_size[0]
+    r.user_kernel(kernel.key, kernel.spirv, bindings, local_x=local_x, scalars=scalars, out=out)
+    return NO_EXTRAS
+
+
 RECORDINGS: Mapping[str, OpRecording] = {
     "add": _elementwise(y=True, a=False),
     "scale": _elementwise(y=False, a=True),
@@ -167,6 +189,7 @@ RECORDINGS: Mapping[str, OpRecording] = {
     "jacobi": _jacobi,
     "copy": _copy,
     "fill": _fill,
+    "kernel": _user_kernel,
 }
 """Each op's recording on Vulkan, by name (the contract's ops and copy and fill)."""
 

@@ -28,6 +28,7 @@ from gpulab.vk import (
     ShaderModule,
 )
 from gpulab.vk.buffer import closed_buffers
+from gpulab.vk.shader import packaged_spirv
 
 PUSH_CONSTANT_BYTES = 64
 """One push-constant range for every kernel (the largest, uniform's, takes 52 bytes; every
@@ -130,16 +131,21 @@ class PipelineCatalog:
         shader: str,
         bindings: int,
         specialization: Specialization | Mapping[int, int | float | bool],
+        *,
+        spirv: bytes | None = None,
     ) -> ComputePipeline:
         """The pipeline of `shader` with these specialization constants (made once): (id,
-        value) pairs in id order, the cache key as given, or a mapping of id to value."""
+        value) pairs in id order, the cache key as given, or a mapping of id to value.
+        `spirv`: the module's code, for a shader not in the package (a user's kernel, then
+        named by its code's hash)."""
         if not isinstance(specialization, tuple):
             specialization = tuple(sorted(specialization.items()))
         key = (shader, specialization)
         found = self._pipelines.get(key)
         if found is None:
             _, layout = self.layout(bindings)
-            with ShaderModule.packaged(self.device, shader) as module:
+            code = spirv if spirv is not None else packaged_spirv(shader)
+            with ShaderModule(self.device, code) as module:
                 found = ComputePipeline(
                     self.device,
                     layout,

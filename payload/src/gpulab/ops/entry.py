@@ -18,6 +18,7 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,15 @@ Float32Check = Callable[..., Any]
 """(numpy, **inputs and params) -> the op in plain float32 numpy (the cpu selftest's side)."""
 HostCall = Callable[[Callable[[str], Callable[..., Any]], dict[str, Any]], tuple[Any, Any]]
 """(the host backend's function by name, arguments) -> (value, SolverReport or None)."""
+
+
+class NoHostRun(LookupError):
+    """A node of this op cannot run on a host backend (a user kernel without a reference)."""
+
+
+NodeForm = Callable[[Mapping[str, Any], Path], tuple[OpSpec, dict[str, Any]]]
+"""(the node's JSON, the graph file's folder) -> the node's own spec and params; raises
+ValueError with a one-line message when the node's own fields are wrong."""
 
 
 def resolve(path: str) -> Any:
@@ -99,6 +109,16 @@ class OpEntry:
     params) -> its extra outputs by name."""
     one_binding: bool = False
     """Each input must fit one storage binding on Vulkan (the vector ops split beyond it)."""
+    node_form: NodeForm | None = None
+    """A node form of its own (`"op": "kernel"`): each node gets its own spec (inputs and
+    shape rule) and params from its JSON, which may have the keys `node_keys` besides the
+    common ones. Such an op is not listed among the ops (schema enum, selftest, bench)."""
+    node_keys: tuple[str, ...] = ()
+    node_schema: Mapping[str, Any] | None = None
+    node_files: tuple[tuple[str, str], ...] = ()
+    """The files such a node names, relative to the graph file, as (key, key within it):
+    `gpulab submit` copies them into the job directory with the graph."""
+    """The JSON Schema of such a node's own keys and inputs (the `then` of its op's branch)."""
 
     @property
     def name(self) -> str:

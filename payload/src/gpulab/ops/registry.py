@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping
 
-from gpulab.ops.entries import elementwise, jacobi, linear, reductions
+from gpulab.ops.entries import elementwise, jacobi, kernel, linear, reductions
 from gpulab.ops.entry import OpEntry
 from gpulab.ops.spec import OpSpec, Shape
 
@@ -40,6 +40,10 @@ OPS: dict[str, OpSpec] = {name: entry.spec for name, entry in ENTRIES.items()}
 
 BUILT_IN = tuple(ENTRIES)
 """The names of the ops gpulab itself defines."""
+
+NODE_FORMS: dict[str, OpEntry] = {entry.name: entry for entry in kernel.ENTRIES}
+"""Ops whose nodes have a form of their own (OpEntry.node_form: a user's kernel); `find`
+and `entry` know them, but they are not among the ops listed (schema enum, selftest, bench)."""
 
 PLUGIN_ERRORS: list[str] = []
 """Why an entry point of `gpulab.ops` was left out (it failed to load, or named no OpEntry)."""
@@ -78,7 +82,7 @@ def entries() -> Mapping[str, OpEntry]:
 
 def find(name: str) -> OpEntry | None:
     """The entry of op `name`, looking in other packages when it is not a built-in one."""
-    found = ENTRIES.get(name)
+    found = ENTRIES.get(name) or NODE_FORMS.get(name)
     if found is None:
         load_plugins()
         found = ENTRIES.get(name)

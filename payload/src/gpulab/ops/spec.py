@@ -77,6 +77,9 @@ class OpSpec:
     shape: ShapeRule
     params: tuple[ParamSpec, ...] = ()
     description: str = ""
+    any_kind: bool = False
+    """Its inputs by name take a value of any kind; the shape rule checks them (a user
+    kernel node's own spec)."""
 
     # Computed once per op: validation asks them for every node of graphs of 10^6 nodes.
     @cached_property

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.graph import load_graph, read_json
+from gpulab.ops.registry import find
 from gpulab.submit.transport import Transport
 
 GRAPH_NAME = "graph.json"
@@ -34,7 +35,8 @@ def safe_name(text: str) -> str:
 def prepare(path: str | Path) -> StagedGraph:
     """Validate the graph here (GraphInvalid before anything reaches the cluster) and list
     its files. A `file` path may point anywhere relative to the graph; in the job directory
-    each becomes `input-NAME.npy`, so nothing outside the job directory is ever written."""
+    each becomes `input-NAME.npy` (a kernel node's shader `kernel-N-NAME`), so nothing
+    outside the job directory is ever written."""
     graph_path = Path(path)
     graph = load_graph(graph_path)
     document: dict[str, Any] = read_json(graph_path)
@@ -44,6 +46,13 @@ def prepare(path: str | Path) -> StagedGraph:
             staged = f"input-{len(files)}-{safe_name(name)}.npy"
             files.append((staged, graph_path.resolve().parent / spec["file"]))
             spec["file"] = staged
+    for node in document["nodes"]:
+        found = find(node["op"])
+        for key, inner in found.node_files if found is not None else ():
+            holder = node[key]
+            staged = f"kernel-{len(files)}-{safe_name(Path(holder[inner]).name)}"
+            files.append((staged, graph_path.resolve().parent / holder[inner]))
+            holder[inner] = staged
     return StagedGraph(graph.name, document, tuple(files))
 
 

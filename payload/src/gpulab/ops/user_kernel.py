@@ -1,0 +1,233 @@
+"""A user's own compute shader as a graph node (`"op": "kernel"`, docs/cli.md).
+
+The binding convention: the node's inputs that name a vector or matrix bind as storage buffers
+0, 1, ... of set 0 in the order the node gives them, the output is the binding after them;
+its number inputs are float32 push constants in that order (4 bytes each, from offset 0).
+The dispatch is (ceil(N / local_size_x), 1, 1) workgroups for an output of N elements: the
+shader indexes with gl_GlobalInvocationID.x and guards with the output's `.length()`.
+
+GLSL (`.comp`) is compiled with glslc (or glslangValidator) where one is installed, the SPIR-V
+cached by the sha256 of the source and the flags under $XDG_CACHE_HOME/gpulab/spirv; a
+`.spv` file is used as it is. Every check here raises KernelError with one line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpulab.ops.spirv import Reflection, SpirvError, reflect
+
+TARGET_ENV = "vulkan1.1"
+"""The Vulkan version user kernels are compiled for (as gpulab's own shaders)."""
+PUSH_CONSTANT_BYTES = 64
+"""The push-constant bytes a kernel may use: 16 scalars (gpulab's pipeline layouts)."""
+KERNEL_KEYS = ("file", "reference")
+OUTPUT_KEYS = ("like", "shape")
+
+
+class KernelError(ValueError):
+    """A user kernel that cannot run: missing file, compile error, convention mismatch."""
+
+
+@dataclass(frozen=True)
+class UserKernel:
+    """A kernel node's shader, checked against its inputs: what every backend needs."""
+
+    name: str
+    """The file as the node gives it (for messages)."""
+    spirv: bytes = field(repr=False)
+    reflection: Reflection
+    arrays: tuple[str, ...]
+    """The node's inputs bound as storage buffers, in binding order (the output follows)."""
+    scalars: tuple[str, ...]
+    """The node's inputs pushed as float32 push constants, in order."""
+    like: str | None
+    """The input whose shape the output has, or None for `shape`."""
+    shape: tuple[int, ...] | None
+    reference: str | None
+    """"module:function" of a numpy reference (run on cpu and native)."""
+    key: str = field(init=False)
+    """The SPIR-V's sha256: its pipelines are cached by it, and it is part of the node's
+    params as recordings are keyed (another shader of the same name is another recording)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", hashlib.sha256(self.spirv).hexdigest())
+
+
+def cache_dir() -> Path:
+    """Where compiled SPIR-V is kept: $XDG_CACHE_HOME/gpulab/spirv (~/.cache by default)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gpulab" / "spirv"
+
+
+def compiler() -> list[str] | None:
+    """The argv prefix of the GLSL compiler found on PATH (glslc first), or None."""
+    glslc = shutil.which("glslc")
+    if glslc:
+        return [glslc, f"--target-env={TARGET_ENV}", "-fshader-stage=compute"]
+    glslang = shutil.which("glslangValidator")
+    if glslang:
+        return [glslang, "-V", "--target-env", TARGET_ENV, "-S", "comp"]
+    return None
+
+
+_DIAGNOSTIC = re.compile(r"^(?:ERROR: )?(?P<file>[^:]*):(?P<where>\d+(?::\d+)?):\s*(?P<rest>.*)$")
+
+
+def _first_error(output: str, path: Path, name: str) -> str:
+    """The compiler's first error, as NAME:LINE[:COLUMN]: error: MESSAGE."""
+    for line in output.splitlines():
+        found = _DIAGNOSTIC.match(line.strip())
+        if found and "error" in line.lower() and Path(found["file"]).name == path.name:
+            rest = found["rest"]
+            rest = rest if rest.startswith("error") else f"error: {rest}"
+            return f"{name}:{found['where']}: {rest}"
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return f"{name}: " + (lines[0] if lines else "the compiler failed")
+
+
+def compile_glsl(path: Path, name: str) -> bytes:
+    """The SPIR-V of the GLSL compute shader at `path`, from the cache when compiled before."""
+    try:
+        source = path.read_bytes()
+    except OSError as exc:
+        raise KernelError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    argv = compiler()
+    if argv is None:
+        raise KernelError(
+            f"cannot compile {name}: no glslc or glslangValidator on PATH (install "
+            "shaderc or glslang-tools, as the vulkan role does, or give a compiled .spv)"
+        )
+    flags = " ".join([Path(argv[0]).name, *argv[1:]])
+    digest = hashlib.sha256(flags.encode() + b"\0" + source).hexdigest()
+    cached = cache_dir() / f"{digest}.spv"
+    try:
+        return cached.read_bytes()
+    except OSError:
+        pass
+    with tempfile.TemporaryDirectory(prefix="gpulab-kernel-") as work:
+        out = Path(work) / "kernel.spv"
+        done = subprocess.run(
+            [*argv, "-o", str(out), str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0 or not out.exists():
+            found = _first_error(done.stdout + "\n" + done.stderr, path, name)
+            raise KernelError(f"kernel {found}")
+        spirv = out.read_bytes()
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(spirv)
+        partial.replace(cached)
+    except OSError:
+        pass  # a read-only cache only costs the next run a compile
+    return spirv
+
+
+def load_spirv(path: Path, name: str) -> bytes:
+    """The SPIR-V of a `.spv` file as it is, or of a GLSL file compiled (and cached)."""
+    if not path.is_file():
+        raise KernelError(f"kernel file {name} not found (looked at {path})")
+    if path.suffix == ".spv":
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            raise KernelError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    return compile_glsl(path, name)
+
+
+def reflected(spirv: bytes, name: str) -> Reflection:
+    """What the shader declares (KernelError when it is not a SPIR-V compute shader)."""
+    try:
+        return reflect(spirv)
+    except SpirvError as exc:
+        raise KernelError(f"kernel {name}: {exc}") from exc
+
+
+def check_convention(
+    name: str, reflection: Reflection, arrays: tuple[str, ...], scalars: tuple[str, ...]
+) -> None:
+    """The shader declares what the node's inputs bind (KernelError naming the difference)."""
+    want = len(arrays) + 1
+    bindings = reflection.bindings
+    other = [b for b in bindings if b.set != 0 or not b.storage]
+    if other:
+        what = "not a storage buffer" if other[0].storage is False else "not in set 0"
+        raise KernelError(
+            f"kernel {name}: binding {other[0].binding} (set {other[0].set}) is {what}; "
+            "inputs and the output bind as storage buffers of set 0"
+        )
+    numbers = sorted({b.binding for b in bindings})
+    if numbers != list(range(want)):
+        given = ", ".join(arrays) if arrays else "no array inputs"
+        raise KernelError(
+            f"kernel {name}: declares bindings {numbers} but the node binds {want} "
+            f"(0..{want - 1}: {given}, then the output; inputs given by name bind as "
+            "buffers, numbers are push constants)"
+        )
+    push = 4 * len(scalars)
+    if push > PUSH_CONSTANT_BYTES:
+        raise KernelError(f"kernel {name}: {len(scalars)} scalars, at most 16 fit")
+    if reflection.push_constant_bytes != push:
+        raise KernelError(
+            f"kernel {name}: its push-constant block has {reflection.push_constant_bytes} "
+            f"bytes but the node's {len(scalars)} scalar input(s) give {push}"
+        )
+
+
+def _output(raw: Any, inputs: Mapping[str, Any]) -> tuple[str | None, tuple[int, ...] | None]:
+    if not isinstance(raw, dict) or len(raw) != 1 or next(iter(raw)) not in OUTPUT_KEYS:
+        raise KernelError('output must be {"like": INPUT} or {"shape": [N] or [ROWS, COLS]}')
+    if "like" in raw:
+        like = raw["like"]
+        if not isinstance(like, str) or like not in inputs:
+            raise KernelError(
+                f"output.like must name one of the node's inputs ({', '.join(inputs)})"
+            )
+        return like, None
+    shape = raw["shape"]
+    if (
+        not isinstance(shape, list)
+        or len(shape) > 2
+        or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)
+    ):
+        raise KernelError("output.shape must be [], [N] or [ROWS, COLS] of whole numbers")
+    return None, tuple(shape)
+
+
+def load_kernel(raw_node: Mapping[str, Any], base_dir: Path) -> UserKernel:
+    """A kernel node's shader, compiled or read, and checked against its inputs."""
+    spec = raw_node.get("kernel")
+    if not isinstance(spec, dict):
+        raise KernelError('a kernel node needs "kernel": {"file": "NAME.comp" or "NAME.spv"}')
+    unknown = [key for key in spec if key not in KERNEL_KEYS]
+    if unknown:
+        raise KernelError(f"kernel.{unknown[0]}: unknown key (known: {', '.join(KERNEL_KEYS)})")
+    reference = spec.get("reference")
+    if reference is not None and (not isinstance(reference, str) or ":" not in reference):
+        raise KernelError('kernel.reference must be "module:function"')
+    inputs = raw_node.get("inputs")
+    if not isinstance(inputs, dict):
+        raise KernelError("inputs must be an object")
+    like, shape = _output(raw_node.get("output"), inputs)
+    arrays = tuple(name for name, value in inputs.items() if isinstance(value, str))
+    scalars = tuple(name for name, value in inputs.items() if not isinstance(value, str))
+    name = spec.get("file")
+    if not isinstance(name, str) or not name:
+        raise KernelError("kernel.file must name a .comp or .spv file")
+    spirv = load_spirv(base_dir / name, name)
+    reflection = reflected(spirv, name)
+    check_convention(name, reflection, arrays, scalars)
+    return UserKernel(name, spirv, reflection, arrays, scalars, like, shape, reference)
