@@ -68,6 +68,35 @@ def test_a_failed_run_names_the_check_and_the_error() -> None:
     ]
 
 
+SKIPPED = {
+    "rc": 0,
+    "result": None,
+    "stderr": [
+        "skipped: user_kernels.json has GLSL kernels (.comp) and there is no GLSL compiler on "
+        "this worker (glslc or glslangValidator; the vulkan role installs glslc)"
+    ],
+}
+
+
+def test_a_graph_skipped_for_want_of_a_glsl_compiler_passes_and_says_why() -> None:
+    summary = validation_summary(node_json(**{"skip-user_kernels": SKIPPED}), "worker1")
+    checks = {c["check"]: c for c in summary["checks"]}
+    assert checks["user_kernels skipped"]["ok"] is True
+    assert "no GLSL compiler on this worker" in checks["user_kernels skipped"]["detail"]
+    assert summary["passed"] == summary["total"]
+
+
+def test_a_graph_the_reference_worker_skipped_is_not_compared() -> None:
+    outputs = {"total": {"type": "scalar", "value": 1.0}}
+    ran = {"rc": 0, "result": {"compare": {"ok": True}, "outputs": outputs}, "stderr": []}
+    mine = node_json(**{"run-user_kernels": ran})
+    theirs = node_json(**{"skip-user_kernels": SKIPPED})
+    theirs["node"] = "worker2"
+    names = [c["check"] for c in validation_summary(mine, "worker1", theirs)["checks"]]
+    assert "user_kernels --compare cpu" in names
+    assert not [n for n in names if n.startswith("user_kernels same as")]
+
+
 def test_gpulab_health_is_judged_when_the_job_ran_it() -> None:
     healthy = {"rc": 0, "result": {"ok": True, "checks": [], "elapsed_ms": 212.4}, "stderr": []}
     summary = validation_summary(node_json(health=healthy), "worker1")

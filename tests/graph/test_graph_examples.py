@@ -29,7 +29,7 @@ def assert_same_outputs(got: Result, expected: Result) -> None:
 
 def test_there_are_examples() -> None:
     names = {path.stem for path in EXAMPLE_FILES}
-    assert {"saxpy_norm", "branching_normalize", "jacobi", "matrix_ops"} <= names
+    assert {"saxpy_norm", "branching_normalize", "jacobi", "matrix_ops", "user_kernels"} <= names
 
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.stem)
@@ -48,6 +48,17 @@ def test_jacobi_example_solves_its_system() -> None:
     b = np.array([6.0, 25.0, -11.0, 15.0], dtype=np.float32)
     np.testing.assert_allclose(result.outputs["Ax"], b, rtol=1e-5)
     np.testing.assert_allclose(result.outputs["x"], [1.0, 2.0, -1.0, 1.0], rtol=1e-5)
+
+
+def test_user_kernels_example_chains_two_kernels() -> None:
+    """Leaky ReLU (alpha a push constant) then softplus, each through its numpy reference."""
+    graph = load_graph(EXAMPLES / "user_kernels.json")
+    assert [node.op for node in graph.nodes.values()] == ["kernel", "kernel", "sum", "max"]
+    x = np.linspace(-4.0, 4.0, 4096, dtype=np.float32)
+    leaky = np.where(x > 0, x, np.float32(0.1) * x)
+    result = run_graph(graph, "cpu")
+    np.testing.assert_allclose(result.outputs["leaky"], leaky, rtol=1e-6)
+    np.testing.assert_allclose(result.outputs["soft"], np.log1p(np.exp(leaky)), rtol=1e-5)
 
 
 def test_cli_native_agrees_with_cpu(tmp_path: Path) -> None:

@@ -211,6 +211,7 @@ def test_the_nvidia_server_resolves_its_driver_per_distribution(
     packages = resolved["vulkan_packages"]["nvidia"]
     assert packages and all(PACKAGE_NAME.match(p) for p in packages), packages
     assert "libvulkan1" in packages and "vulkan-tools" in packages
+    assert "glslc" in packages  # the GLSL compiler of a graph's own kernels
     sources = resolved["apt_sources_repositories"]
     if system == "debian12":
         # non-free's driver and Vulkan ICD; the firmware from non-free-firmware.

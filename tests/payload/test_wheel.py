@@ -95,8 +95,9 @@ def test_the_dependency_ranges_are_the_tested_ones(wheel: Path) -> None:
 
 
 def test_the_wheel_carries_the_example_graphs(wheel: Path) -> None:
-    """Every example graph is package data: a worker's validation runs those of its own gpulab
-    (the collection's validate-job.sh.j2), wherever the payload was built from."""
+    """Every example graph, and the GLSL kernels they name, is package data: a worker's
+    validation runs those of its own gpulab (the collection's validate-job.sh.j2), wherever
+    the payload was built from."""
     examples = REPO / "payload/src/gpulab/examples"
     with zipfile.ZipFile(wheel) as archive:
         shipped = {
@@ -104,8 +105,13 @@ def test_the_wheel_carries_the_example_graphs(wheel: Path) -> None:
             for name in archive.namelist()
             if name.startswith("gpulab/examples/")
         }
-    expected = {path.name: path.read_bytes() for path in examples.glob("*.json")}
+    expected = {
+        path.name: path.read_bytes()
+        for pattern in ("*.json", "*.comp")
+        for path in examples.glob(pattern)
+    }
     assert len(expected) >= 4
+    assert {"user_kernels.json", "leaky_relu.comp", "softplus.comp"} <= expected.keys()
     assert shipped == expected
     # The repository's payload/examples, which docs and tests name, is the same folder.
     assert (REPO / "payload/examples").resolve() == examples

@@ -16,7 +16,8 @@ STANDIN_NODES = ["/dev/nvmap", "/dev/nvhost-ctrl-gpu", "/dev/nvgpu/igpu0/ctrl"]
 
 def test_loader_and_lavapipe_installed(cluster: Cluster, worker: str) -> None:
     node = cluster.node(worker)
-    for package in ("libvulkan1", "mesa-vulkan-drivers", "vulkan-tools"):
+    # glslc: the GLSL compiler of a graph's own kernels (payload/examples/user_kernels.json).
+    for package in ("libvulkan1", "mesa-vulkan-drivers", "vulkan-tools", "glslc"):
         assert node.package(package).is_installed, f"{worker}: {package} missing"
 
 

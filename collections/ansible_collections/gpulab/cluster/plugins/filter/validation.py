@@ -135,6 +135,8 @@ def _judge_agreement(
     theirs_steps: dict[str, Any] = reference.get("steps", {})
     for name in sorted(s for s in steps if s.startswith("run-")):
         mine = (steps[name].get("result") or {}).get("outputs") or {}
+        if name not in theirs_steps and f"skip-{name[4:]}" in theirs_steps:
+            continue  # the reference worker skipped that graph (no GLSL compiler there)
         theirs = (theirs_steps.get(name, {}).get("result") or {}).get("outputs") or {}
         if not mine or not theirs:
             ok, detail = False, f"no outputs to compare ({'theirs' if mine else 'ours'} missing)"
@@ -240,6 +242,11 @@ def validation_summary(
             run.get("rc") == 0 and compare.get("ok") is True,
             f"max_rel_err {worst:.3g}" if run.get("rc") == 0 else _failed_step(run),
         )
+
+    # A graph with GLSL kernels on a worker without a GLSL compiler: skipped, not failed.
+    for name in sorted(s for s in steps if s.startswith("skip-")):
+        reason = " | ".join(steps[name].get("stderr") or []) or "skipped"
+        _check(checks, f"{name[5:]} skipped", True, reason)
 
     if reference is not None and reference.get("node") != result.get("node"):
         _judge_agreement(checks, steps, reference)
