@@ -115,8 +115,9 @@ def last_state(transport: Transport, job_id: str) -> JobState | None:
     sacct = transport.run(slurm_client.sacct_argv(job_id))
     if sacct.returncode == 0:
         recorded = slurm_client.parse_sacct(sacct.stdout, job_id)
-        lost_submission = known is None and recorded is not None and recorded.state == "PENDING"
-        if recorded is not None and (recorded.finished or known is None) and not lost_submission:
+        if recorded is not None and (
+            recorded.finished or (known is None and recorded.state != "PENDING")
+        ):
             return recorded
     return known
 

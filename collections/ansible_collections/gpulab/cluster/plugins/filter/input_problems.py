@@ -61,6 +61,9 @@ _value:
   elements: str
 """
 
+# An absolute path without '..' steps: a path's and a keyring's (signed_by) pattern.
+_ABSOLUTE_PATH = r"(?!.*/\.\.(?:/|$))/[A-Za-z0-9_.+@/-]*"
+
 # kind: (the whole value's pattern, what it must be, for the sentence)
 _KINDS: dict[str, tuple[re.Pattern[str], str]] = {
     kind: (re.compile(pattern), must)
@@ -70,7 +73,7 @@ _KINDS: dict[str, tuple[re.Pattern[str], str]] = {
         "word": (r"[^\s#\"\\=]+", "one word without whitespace, '#', '\"', '\\' or '='"),
         "value": (r"[^\s#\"\\]+", "one word without whitespace, '#', '\"' or '\\'"),
         "path": (
-            r"(?!.*/\.\.(?:/|$))/[A-Za-z0-9_.+@/-]*",
+            _ABSOLUTE_PATH,
             "an absolute path of letters, digits, _ . + - @ and /, without ..",
         ),
         "slurm_time": (
@@ -95,8 +98,8 @@ _KINDS: dict[str, tuple[re.Pattern[str], str]] = {
             "an http:// or https:// URL without whitespace, '#', '\"', '\\', ';' or braces",
         ),
         "signed_by": (
-            r"(?!.*/\.\.(?:/|$))/[A-Za-z0-9_.+@/-]*"
-            r"|-----BEGIN PGP PUBLIC KEY BLOCK-----\n[ -~\n]*\n-----END PGP PUBLIC KEY BLOCK-----\n?",
+            _ABSOLUTE_PATH + r"|-----BEGIN PGP PUBLIC KEY BLOCK-----\n[ -~\n]*\n"
+            r"-----END PGP PUBLIC KEY BLOCK-----\n?",
             "a keyring's absolute path, or one ASCII-armored public key block",
         ),
     }.items()
