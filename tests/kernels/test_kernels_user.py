@@ -73,3 +73,40 @@ def test_kernel_from_spirv_bytes_and_mismatches(device: Device, shader: Path) ->
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(KernelError, match="not found"):
         kernel(tmp_path / "none.comp")
+
+
+PLUS_ONE = """#version 450
+layout(local_size_x = 1) in;
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) writeonly buffer Out { float o[]; };
+void main() {
+    uint i = INDEX;
+    if (i < o.length()) o[i] = x[i] + 1.0;
+}
+"""
+GRID_INDEX = "gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x"
+
+
+def test_more_workgroups_than_the_device_has_along_x(device: Device, tmp_path: Path) -> None:
+    """One invocation per workgroup: past maxComputeWorkGroupCount[0] elements, a shader that
+    reads gl_NumWorkGroups gets rows of workgroups along y; one that does not is refused."""
+    n = device.info.max_workgroup_count[0] + 1000
+    if n > 1 << 22:
+        pytest.skip(f"{n} workgroups along x: too many elements for this test")
+    x = np.arange(n, dtype=np.float32)
+    grid_path, plain_path = tmp_path / "grid.comp", tmp_path / "plain.comp"
+    grid_path.write_text(PLUS_ONE.replace("INDEX", GRID_INDEX), encoding="utf-8")
+    plain_path.write_text(PLUS_ONE.replace("INDEX", "gl_GlobalInvocationID.x"), encoding="utf-8")
+    with (
+        kernel(compile_glsl(grid_path, "grid.comp"), name="grid") as grid,
+        kernel(compile_glsl(plain_path, "plain.comp"), name="plain") as plain,
+        OwnedArray(device, (n,)) as dx,
+        OwnedArray(device, (n,)) as out,
+    ):
+        assert grid.reflection.reads_workgroup_count
+        assert not plain.reflection.reads_workgroup_count
+        dx.write(x)
+        grid(dx, out=out)
+        np.testing.assert_array_equal(out.read(), x + 1)
+        with pytest.raises(ValueError, match="gets a 2-D grid"):
+            plain(dx, out=out)

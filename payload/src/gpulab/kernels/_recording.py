@@ -103,22 +103,35 @@ class Recording:
         local_x: int,
         scalars: Sequence[float],
         out: DeviceArray,
+        grid: bool = False,
     ) -> None:
         """A user's shader (SPIR-V `spirv`, cached as `key`): ceil(out.size / local_x)
-        workgroups along x, the scalars pushed as float32."""
+        workgroups along x, the scalars pushed as float32. Past the device's workgroups along
+        x, a `grid` shader (one that reads gl_NumWorkGroups) gets rows of them along y."""
         groups = max(1, -(-out.size // max(local_x, 1)))
+        across, rows = groups, 1
         if groups > self.geometry.max_groups:
-            raise ValueError(
-                f"kernel: {out.size} elements need {groups} workgroups of {local_x}, "
-                f"more than the device's {self.geometry.max_groups}"
-            )
+            if not grid:
+                raise ValueError(
+                    f"kernel: {out.size} elements need {groups} workgroups of {local_x}, more "
+                    f"than the device's {self.geometry.max_groups} along x; a shader that "
+                    "indexes gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * "
+                    "gl_NumWorkGroups.x * gl_WorkGroupSize.x gets a 2-D grid (docs/cli.md)"
+                )
+            across = self.geometry.max_groups
+            rows = -(-groups // across)
+            if rows > self.geometry.max_groups_y:
+                raise ValueError(
+                    f"kernel: {out.size} elements need {groups} workgroups of {local_x}, more "
+                    f"than the device's {across} x {self.geometry.max_groups_y}"
+                )
         pipeline = self.catalog.pipeline(key, len(bindings), (), spirv=spirv)
         cmd, layout = self.cmd, pipeline.layout
         cmd.bind_pipeline(pipeline)
         cmd.bind_descriptor_sets(layout, (self.catalog.descriptor_set(bindings),))
         if scalars:
             cmd.push_constants(layout, struct.pack(f"<{len(scalars)}f", *scalars))
-        cmd.dispatch(groups)
+        cmd.dispatch(across, rows)
         self.dispatches += 1
         self.barrier()
 

@@ -1,5 +1,6 @@
 """What a compute shader's SPIR-V declares, read from the module itself: its local size, its
-descriptor bindings and the size of its push-constant block. A small reader of the SPIR-V
+descriptor bindings, the size of its push-constant block and whether it reads the workgroup
+count. A small reader of the SPIR-V
 binary form (the words, not a disassembly), enough to check a user kernel against the
 binding convention of `"op": "kernel"` nodes (docs/cli.md) before anything runs.
 """
@@ -36,6 +37,7 @@ _LOCAL_SIZE_ID = 38
 _BUFFER_BLOCK = 3
 _BUILT_IN = 11
 _WORKGROUP_SIZE = 25
+_NUM_WORKGROUPS = 24
 _BINDING = 33
 _DESCRIPTOR_SET = 34
 _OFFSET = 35
@@ -68,6 +70,9 @@ class Reflection:
     """In (set, binding) order."""
     push_constant_bytes: int
     """The size of the push-constant block (0 when there is none)."""
+    reads_workgroup_count: bool = False
+    """The shader reads gl_NumWorkGroups: it can index a 2-D grid of workgroups
+    (docs/cli.md, "The dispatch")."""
 
 
 @dataclass
@@ -192,4 +197,5 @@ def reflect(spirv: bytes) -> Reflection:
         tables.add(opcode, words[at + 1 : at + count])
         at += count
     bindings, push = tables.bindings_and_push()
-    return Reflection(tables.local_size(), bindings, push)
+    counted = any(d.get(_BUILT_IN) == _NUM_WORKGROUPS for d in tables.decorations.values())
+    return Reflection(tables.local_size(), bindings, push, counted)
