@@ -283,7 +283,7 @@ class Recording:
         # 16-aligned (A's panel is read by scalars, whatever its shape).
         flags = int(n % 4 == 0 and b.offset % 16 == 0) << 1
         if plan.split > 1 or plan.staged:
-            self._matmul_split(a, b, out, plan, tile, groups, flags)
+            self._matmul_split(a, b, out, plan=plan, tile=tile, groups=groups, flags=flags)
             return
         flags |= int(n % 4 == 0 and out.offset % 16 == 0) << 2
         self.dispatch(
@@ -300,6 +300,7 @@ class Recording:
         a: DeviceArray,
         b: DeviceArray,
         out: DeviceArray,
+        *,
         plan: MatmulPlan,
         tile: MatmulTile,
         groups: tuple[int, int, int],
@@ -311,7 +312,8 @@ class Recording:
         (m, k), n = a.shape, out.shape[1]
         chunk, slices = split_depth(k, plan.split, tile.depth)
         stride = -(-m * n // 4) * 4  # whole vec4s, so every slice starts 16-byte aligned
-        if slices > 1 and (self._scratch is None or slices * stride > self.geometry.binding_elements):
+        fits = slices * stride <= self.geometry.binding_elements
+        if slices > 1 and (self._scratch is None or not fits):
             chunk, slices = k, 1
         target = out
         if slices > 1:

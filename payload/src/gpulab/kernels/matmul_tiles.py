@@ -86,12 +86,6 @@ class MatmulTile:
         return 2 * self.depth * (a_row + b_row) * 16
 
     @property
-    def staged_bytes(self) -> int:
-        """matmul_split.comp's row of C per invocation for staged stores (threads_y rows of the
-        block), on top of shared_bytes."""
-        return 4 * self.threads_y * self.block_cols
-
-    @property
     def spelling(self) -> str:
         """XxYxD, with `s` appended when subgroup-tiled (parse_plan reads it back)."""
         tiled = "s" if self.subgroup_tiles else ""
@@ -121,9 +115,14 @@ class MatmulTile:
         width, height, _ = info.max_workgroup_size
         if self.threads_x > width or self.threads_y > height:
             return f"a {self.threads_x}x{self.threads_y} workgroup exceeds the device's sizes"
-        shared = self.shared_bytes + (self.staged_bytes if staged else 0)
-        if shared > info.max_shared_memory_bytes:
-            return f"{shared} bytes of shared memory, the device has {info.max_shared_memory_bytes}"
+        if self.shared_bytes > info.max_shared_memory_bytes:
+            return (
+                f"{self.shared_bytes} bytes of shared memory, the device has "
+                f"{info.max_shared_memory_bytes}"
+            )
+        if staged and self.threads_y > 2 * self.depth:
+            # a row of C per invocation (threads_y x block_cols floats) fills B's two panels
+            return f"staged stores need threads_y <= 2 depth, got {self.threads_y}"
         return None
 
 

@@ -27,8 +27,9 @@
 // the host picks per shape regime (kernels/matmul_tiles.py). In that build, workgroup z takes
 // depths [z k_chunk, min(k, (z + 1) k_chunk)) and writes its m x n result slice_stride floats
 // after slice z - 1's (split-K; matmul_sum.comp adds the slices), and with STAGED_STORES each
-// invocation's rows of C pass through shared memory first, so that neighbouring invocations
-// write neighbouring floats whatever n's alignment (rows of C that are not whole vec4s).
+// invocation's rows of C pass through shared memory (B's panels, free by then) first, so that
+// neighbouring invocations write neighbouring floats whatever n's alignment (rows of C that
+// are not whole vec4s).
 // matmul.comp's code is unchanged by the split build's lines (#if MATMUL_SPLIT).
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
@@ -85,7 +86,9 @@ uint c_base;  // this slice's first float in C
 shared vec4 a_panel[2 * BK * A_STRIDE];
 shared vec4 b_panel[2 * BK * B_STRIDE];
 #if MATMUL_SPLIT
-shared float c_rows[STAGED_STORES ? TY * BN : 1];  // one row of each invocation's 8 (staged)
+// Staged stores: one row of each invocation's 8 (TY rows of BN floats) in b_panel, which
+// holds 4 BK TX vec4s, enough while TY <= 2 BK (the host sees to it).
+#define C_ROWS(e) b_panel[(e) / 4][(e) % 4]
 #endif
 
 vec4 a_next[MAX_UNITS];  // per A unit: 4 rows at one depth
@@ -227,14 +230,14 @@ void main() {
 
 #if MATMUL_SPLIT
     if (STAGED_STORES) {
-        // Pass i: row i of every invocation's 8 (TY rows of BN floats) through c_rows, then
+        // Pass i: row i of every invocation's 8 (TY rows of BN floats) through b_panel, then
         // written a float per invocation, neighbours to neighbouring addresses.
         for (uint i = 0; i < 8; ++i) {
-            barrier();  // the previous pass has read c_rows
+            barrier();  // the last panel, then the previous pass, has been read
             uint at = ty * BN + tx * 4;
             for (uint j = 0; j < 4; ++j) {
-                c_rows[at + j] = acc[i][0][j];
-                c_rows[at + BN / 2 + j] = acc[i][1][j];
+                C_ROWS(at + j) = acc[i][0][j];
+                C_ROWS(at + BN / 2 + j) = acc[i][1][j];
             }
             barrier();
             for (uint e = lid; e < TY * BN; e += THREADS) {
@@ -242,7 +245,7 @@ void main() {
                 uint row = row0 + (i < 4 ? r * 4 + i : BM / 2 + r * 4 + i - 4);
                 uint col = col0 + e % BN;
                 if (row < m && col < n) {
-                    c[C_AT(row * n + col)] = c_rows[e];
+                    c[C_AT(row * n + col)] = C_ROWS(e);
                 }
             }
         }
