@@ -10,7 +10,8 @@ around as many records as fill about 50 ms, best of three submissions), torch's 
 CUDA events when torch sees CUDA (else that column is left out). Per shape the table gives
 ms, TFLOP/s and the ratio to cuBLAS (above 1: faster), best first; then the candidate that
 wins each regime (the geometric mean of its speed-up over `auto` across the regime's shapes),
-spelled as DEVICE_PLANS' entries. --json writes the rows and that choice.
+spelled as DEVICE_PLANS' entries. `auto (again)`, measured last at each shape, shows how far
+the run drifted. --json writes the rows and that choice.
 
 Split-K candidates are skipped for the large and thin_k regimes (many slices of a result that
 already fills the device, or of a k of a few panels) unless --all is given. A candidate that
@@ -47,10 +48,14 @@ CANDIDATES = (
     "auto",
     "32x16x8s",
     "32x16x8",
+    "16x32x8s",
+    "16x16x16",
     "16x16x8",
     "16x8x8",
     "8x8x8",
     "32x16x8s+split2",
+    "32x16x8s+split3",
+    "32x16x8s+split4",
     "16x16x8+split2",
     "16x16x8+split3",
     "16x16x8+split4",
@@ -64,7 +69,10 @@ CANDIDATES = (
     "16x8x8+staged",
     "8x8x8+staged",
 )
-"""The default candidates: today's tiles, split-K for the small products, staged stores."""
+"""The default candidates: today's tiles and two more shapes (a 256 x 128 block, a 16-deep
+panel), split-K for the small and medium products, staged stores."""
+AGAIN = "auto (again)"
+"""auto measured once more after the others at each shape: the drift of the run."""
 SPLIT_SKIPPED = ("large", "thin_k")
 
 
@@ -88,7 +96,9 @@ def _kernels_per_candidate(bench: VulkanBench, candidates: list[str]) -> dict[st
 
 
 def _skipped(candidate: str, shape_regime: str, everything: bool) -> bool:
-    return not everything and parse_plan(candidate).split > 1 and shape_regime in SPLIT_SKIPPED
+    if candidate == AGAIN or everything:
+        return False
+    return parse_plan(candidate).split > 1 and shape_regime in SPLIT_SKIPPED
 
 
 def sweep(args: argparse.Namespace) -> dict[str, Any]:
@@ -116,7 +126,9 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
             torch_ms = None
             if library is not None:
                 torch_ms = library.measure(workload)["time_ms"]
-            for candidate, made in per_candidate.items():
+            order = [*per_candidate, AGAIN] if "auto" in per_candidate else list(per_candidate)
+            for candidate in order:
+                made = per_candidate[candidate if candidate != AGAIN else "auto"]
                 if isinstance(made, str) or _skipped(candidate, shape_regime, args.all):
                     continue
                 bench.kernels = made
@@ -176,7 +188,8 @@ def _winners(rows: list[dict[str, Any]]) -> dict[str, tuple[str, float]]:
     among those measured at every shape of the regime."""
     times: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for row in rows:
-        times[row["regime"], row["shape"]][row["candidate"]] = row["time_ms"]
+        if row["candidate"] != AGAIN:
+            times[row["regime"], row["shape"]][row["candidate"]] = row["time_ms"]
     result: dict[str, tuple[str, float]] = {}
     for name in REGIMES:
         shapes = [by for (r, _), by in times.items() if r == name and "auto" in by]
