@@ -53,6 +53,9 @@ CANDIDATES = (
     "16x16x8",
     "16x8x8",
     "8x8x8",
+    "16x16x8sw",
+    "16x16x8w",
+    "8x16x8w",
     "32x16x8s+split2",
     "32x16x8s+split3",
     "32x16x8s+split4",
@@ -63,6 +66,9 @@ CANDIDATES = (
     "16x8x8+split2",
     "16x8x8+split4",
     "8x8x8+split2",
+    "16x16x8w+split2",
+    "8x16x8w+split2",
+    "8x16x8w+split4",
     "staged",
     "32x16x8s+staged",
     "16x16x8+staged",
@@ -70,7 +76,8 @@ CANDIDATES = (
     "8x8x8+staged",
 )
 """The default candidates: today's tiles and two more shapes (a 256 x 128 block, a 16-deep
-panel), split-K for the small and medium products, staged stores."""
+panel), wide tiles (8 x 16 outputs per invocation: 128 x 256 blocks of 256 invocations, 128 x
+128 of 128), split-K for the small and medium products, staged stores."""
 AGAIN = "auto (again)"
 """auto measured once more after the others at each shape: the drift of the run."""
 SPLIT_SKIPPED = ("large", "thin_k")

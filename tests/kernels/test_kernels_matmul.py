@@ -127,6 +127,9 @@ last slice, n a multiple of 4 but not of the block."""
         "16x8x8+split16+staged",
         "8x16x8+staged",
         "2x2x4+split2+staged",
+        "16x16x8w",
+        "8x16x8w+split2+staged",
+        "8x8x8sw+split3",
     ],
 )
 def test_every_plan_is_exact_at_awkward_shapes(
@@ -175,9 +178,19 @@ def test_split_k_adds_one_dispatch_and_needs_scratch(
 def test_plans_parse_and_spell_back() -> None:
     plan = parse_plan("16x16x8s+split4+staged")
     assert plan == MatmulPlan(MatmulTile(16, 16, 8, subgroup_tiles=True), 4, staged=True)
-    for spelling in ("auto", "16x16x8", "split2", "staged", "32x16x8s+split3+staged"):
+    for spelling in ("auto", "16x16x8", "split2", "staged", "32x16x8s+split3+staged", "8x8x8sw"):
         assert parse_plan(spelling).spelling == spelling
-    for wrong in ("", "fast", "16x16", "split0", "split17", "auto+split2", "split2+split3"):
+    wrong_ones = (
+        "",
+        "fast",
+        "16x16",
+        "16x16x8ws",
+        "split0",
+        "split17",
+        "auto+split2",
+        "split2+split3",
+    )
+    for wrong in wrong_ones:
         with pytest.raises(ValueError, match="expected auto or parts joined by"):
             parse_plan(wrong)
 
@@ -211,3 +224,11 @@ def test_plans_come_from_the_table_or_the_variable(
     monkeypatch.setenv(VARIANT_VARIABLE, "8x32x8+staged")
     with pytest.raises(ValueError, match="staged stores need threads_y <= 2 depth, got 32"):
         choose_plans(nvidia)
+
+
+def test_wide_tiles_run_the_split_build_with_twice_the_columns() -> None:
+    plan = parse_plan("16x16x8w")
+    assert plan.tile is not None and plan.split_shader
+    assert (plan.tile.block_rows, plan.tile.block_cols) == (128, 256)
+    assert plan.tile.split_specialization(staged=False)[-2:] == ((4, False), (5, 4))
+    assert not parse_plan("16x16x8").split_shader

@@ -282,7 +282,7 @@ class Recording:
         # vec4 loads of B and stores of C where rows are whole vec4s and the bindings start
         # 16-aligned (A's panel is read by scalars, whatever its shape).
         flags = int(n % 4 == 0 and b.offset % 16 == 0) << 1
-        if plan.split > 1 or plan.staged:
+        if plan.split_shader:
             self._matmul_split(a, b, out, plan=plan, tile=tile, groups=groups, flags=flags)
             return
         flags |= int(n % 4 == 0 and out.offset % 16 == 0) << 2
@@ -322,7 +322,7 @@ class Recording:
         flags |= int(n % 4 == 0 and target.offset % 16 == 0) << 2
         self.dispatch(
             "matmul_split",
-            (*tile.specialization, (4, plan.staged)),
+            tile.split_specialization(plan.staged),
             (a.binding(), b.binding(), target.binding()),
             _MATMUL_SPLIT_PUSH(m, k, n, flags, chunk, stride),
             (groups[0], groups[1], slices),

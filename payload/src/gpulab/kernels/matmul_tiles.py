@@ -60,6 +60,9 @@ class MatmulTile:
     threads_y: int
     depth: int
     subgroup_tiles: bool = False
+    wide: bool = False
+    """8 x 16 outputs per invocation instead of 8 x 8 (matmul_split.comp only; never chosen
+    automatically: a plan names it, spelled with `w`)."""
 
     @property
     def block_rows(self) -> int:
@@ -69,7 +72,7 @@ class MatmulTile:
     @property
     def block_cols(self) -> int:
         """Columns of C per workgroup."""
-        return OUTPUTS * self.threads_x
+        return OUTPUTS * self.threads_x * (2 if self.wide else 1)
 
     @property
     def invocations(self) -> int:
@@ -87,9 +90,10 @@ class MatmulTile:
 
     @property
     def spelling(self) -> str:
-        """XxYxD, with `s` appended when subgroup-tiled (parse_plan reads it back)."""
-        tiled = "s" if self.subgroup_tiles else ""
-        return f"{self.threads_x}x{self.threads_y}x{self.depth}{tiled}"
+        """XxYxD, with `s` appended when subgroup-tiled and `w` when wide (parse_plan reads it
+        back)."""
+        suffix = ("s" if self.subgroup_tiles else "") + ("w" if self.wide else "")
+        return f"{self.threads_x}x{self.threads_y}x{self.depth}{suffix}"
 
     @property
     def specialization(self) -> tuple[tuple[int, int], ...]:
@@ -99,6 +103,10 @@ class MatmulTile:
             (2, self.depth),
             (3, self.subgroup_tiles),
         )
+
+    def split_specialization(self, staged: bool) -> tuple[tuple[int, int], ...]:
+        """matmul_split.comp's constants: these, staged stores, the column groups."""
+        return (*self.specialization, (4, staged), (5, 4 if self.wide else 2))
 
     def problem(self, info: DeviceInfo, *, staged: bool = False) -> str | None:
         """Why this shape does not fit `info`'s limits (None: it fits); `staged`: with
@@ -214,6 +222,11 @@ class MatmulPlan:
     staged: bool = False
 
     @property
+    def split_shader(self) -> bool:
+        """Whether it runs matmul_split.comp (else matmul.comp, as before plans existed)."""
+        return self.split > 1 or self.staged or (self.tile is not None and self.tile.wide)
+
+    @property
     def spelling(self) -> str:
         """As GPULAB_MATMUL_VARIANT spells it (parse_plan reads it back)."""
         parts = [self.tile.spelling] if self.tile is not None else []
@@ -230,11 +243,12 @@ AUTO = MatmulPlan()
 MAX_SPLIT = 16
 
 _SPLIT = re.compile(r"split(\d+)")
-_TILE = re.compile(r"(\d+)x(\d+)x(\d+)(s?)")
+_TILE = re.compile(r"(\d+)x(\d+)x(\d+)(s?)(w?)")
 
 
 def parse_plan(text: str) -> MatmulPlan:
-    """`auto`, or parts joined by `+`: a tile XxYxD (`s` appended: subgroup-tiled), splitN
+    """`auto`, or parts joined by `+`: a tile XxYxD (`s` appended: subgroup-tiled; then `w`:
+    wide, 8 x 16 outputs per invocation), splitN
     (k in N slices, 1 to MAX_SPLIT), staged; for example 16x16x8+split4, 32x16x8s+staged,
     split2 (the tile chosen as for two slices)."""
     error = (
@@ -249,7 +263,8 @@ def parse_plan(text: str) -> MatmulPlan:
         tile, split = _TILE.fullmatch(part), _SPLIT.fullmatch(part)
         if tile and plan.tile is None and min(int(tile.group(i)) for i in (1, 2, 3)) > 0:
             x, y, depth = (int(tile.group(i)) for i in (1, 2, 3))
-            plan = dataclasses.replace(plan, tile=MatmulTile(x, y, depth, tile.group(4) == "s"))
+            tiled, wide = tile.group(4) == "s", tile.group(5) == "w"
+            plan = dataclasses.replace(plan, tile=MatmulTile(x, y, depth, tiled, wide))
         elif split and plan.split == 1 and 1 <= int(split.group(1)) <= MAX_SPLIT:
             plan = dataclasses.replace(plan, split=int(split.group(1)))
         elif part == "staged" and not plan.staged:

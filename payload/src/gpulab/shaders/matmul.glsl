@@ -29,7 +29,9 @@
 // after slice z - 1's (split-K; matmul_sum.comp adds the slices), and with STAGED_STORES each
 // invocation's rows of C pass through shared memory (B's panels, free by then) first, so that
 // neighbouring invocations write neighbouring floats whatever n's alignment (rows of C that
-// are not whole vec4s).
+// are not whole vec4s). NC (4 instead of 2) widens each invocation's outputs to 8 x 16, as 2 x
+// NC sub-blocks of 4 x 4, column group h at h BN / NC + 4 tx, so a block is 8 TY x 16 TX:
+// twice the FMAs per shared load, and about 170 registers, for workgroups of up to 256.
 // matmul.comp's code is unchanged by the split build's lines (#if MATMUL_SPLIT).
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
@@ -37,13 +39,18 @@ layout(constant_id = 2) const uint BK = 8;
 layout(constant_id = 3) const bool SUBGROUP_TILES = false;
 #if MATMUL_SPLIT
 layout(constant_id = 4) const bool STAGED_STORES = false;
+layout(constant_id = 5) const uint NC = 2;  // column groups of 4 per invocation: 8 x 4 NC outputs
 #endif
 
 const uint TX = gl_WorkGroupSize.x;
 const uint TY = gl_WorkGroupSize.y;
 const uint THREADS = TX * TY;
 const uint BM = 8 * TY;
+#if MATMUL_SPLIT
+const uint BN = 4 * NC * TX;
+#else
 const uint BN = 8 * TX;
+#endif
 const uint A_STRIDE = BM / 4 + 1;  // vec4s per row of a_panel (one of padding)
 const uint B_STRIDE = BN / 4;      // vec4s per row of b_panel
 const uint A_UNITS = (BM / 4) * BK;  // vec4s of A per panel: 4 rows at one depth
@@ -169,6 +176,93 @@ void store_row(uint row, uint col, vec4 value, bool vec4_ok) {
     }
 }
 
+#if MATMUL_SPLIT
+// The split build's main: matmul.comp's, with the slice of k, NC column groups and staged
+// stores.
+void main() {
+    uint lid = gl_LocalInvocationIndex;
+    uint tx = gl_LocalInvocationID.x;
+    uint ty = gl_LocalInvocationID.y;
+    if (SUBGROUP_TILES && TX % 8 == 0 && TY % 4 == 0) {
+        uint subgroup = lid / 32;
+        uint lane = lid % 32;
+        tx = (subgroup % (TX / 8)) * 8 + lane % 8;
+        ty = (subgroup / (TX / 8)) * 4 + lane / 8;
+    }
+    uint row0 = gl_WorkGroupID.y * BM;
+    uint col0 = gl_WorkGroupID.x * BN;
+    uint d_begin = gl_WorkGroupID.z * k_chunk;
+    k_end = min(k, d_begin + k_chunk);
+    c_base = gl_WorkGroupID.z * slice_stride;
+
+    // acc[i][h]: row i of this invocation's 8 (as in matmul.comp), columns h BN / NC + tx * 4
+    // .. +3.
+    vec4 acc[8][NC];
+    for (uint i = 0; i < 8; ++i) {
+        for (uint h = 0; h < NC; ++h) {
+            acc[i][h] = vec4(0.0);
+        }
+    }
+
+    uint panels = (k_end - d_begin + BK - 1) / BK;
+    load_panel(lid, row0, col0, d_begin);
+    for (uint p = 0; p < panels; ++p) {
+        uint slot = p % 2;
+        store_panel(lid, slot);
+        barrier();
+        if (p + 1 < panels) {
+            load_panel(lid, row0, col0, d_begin + (p + 1) * BK);
+        }
+        for (uint d = 0; d < BK; ++d) {
+            uint a_row = (slot * BK + d) * A_STRIDE;
+            uint b_row = (slot * BK + d) * B_STRIDE;
+            vec4 a_lo = a_panel[a_row + ty];
+            vec4 a_hi = a_panel[a_row + TY + ty];
+            vec4 b_h[NC];
+            for (uint h = 0; h < NC; ++h) {
+                b_h[h] = b_panel[b_row + h * TX + tx];
+            }
+            for (uint i = 0; i < 4; ++i) {
+                for (uint h = 0; h < NC; ++h) {
+                    acc[i][h] = fma(vec4(a_lo[i]), b_h[h], acc[i][h]);
+                    acc[i + 4][h] = fma(vec4(a_hi[i]), b_h[h], acc[i + 4][h]);
+                }
+            }
+        }
+    }
+
+    if (STAGED_STORES) {
+        // Pass i: row i of every invocation's 8 (TY rows of BN floats) through b_panel, then
+        // written a float per invocation, neighbours to neighbouring addresses.
+        for (uint i = 0; i < 8; ++i) {
+            barrier();  // the last panel, then the previous pass, has been read
+            uint at = ty * BN + tx * 4;
+            for (uint h = 0; h < NC; ++h) {
+                for (uint j = 0; j < 4; ++j) {
+                    C_ROWS(at + h * (BN / NC) + j) = acc[i][h][j];
+                }
+            }
+            barrier();
+            for (uint e = lid; e < TY * BN; e += THREADS) {
+                uint r = e / BN;
+                uint row = row0 + (i < 4 ? r * 4 + i : BM / 2 + r * 4 + i - 4);
+                uint col = col0 + e % BN;
+                if (row < m && col < n) {
+                    c[C_AT(row * n + col)] = C_ROWS(e);
+                }
+            }
+        }
+        return;
+    }
+    bool vec4_ok = (flags & C_VEC4) != 0;
+    for (uint i = 0; i < 8; ++i) {
+        uint row = row0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);
+        for (uint h = 0; h < NC; ++h) {
+            store_row(row, col0 + h * (BN / NC) + tx * 4, acc[i][h], vec4_ok);
+        }
+    }
+}
+#else
 void main() {
     uint lid = gl_LocalInvocationIndex;
     uint tx = gl_LocalInvocationID.x;
@@ -190,27 +284,15 @@ void main() {
         acc[i][1] = vec4(0.0);
     }
 
-#if MATMUL_SPLIT
-    uint d_begin = gl_WorkGroupID.z * k_chunk;
-    k_end = min(k, d_begin + k_chunk);
-    c_base = gl_WorkGroupID.z * slice_stride;
-    uint panels = (k_end - d_begin + BK - 1) / BK;
-    load_panel(lid, row0, col0, d_begin);
-#else
     uint panels = (k + BK - 1) / BK;
     load_panel(lid, row0, col0, 0);
-#endif
     for (uint p = 0; p < panels; ++p) {
         // Buffer `slot` was last read for panel p - 2, before the previous barrier.
         uint slot = p % 2;
         store_panel(lid, slot);
         barrier();
         if (p + 1 < panels) {
-#if MATMUL_SPLIT
-            load_panel(lid, row0, col0, d_begin + (p + 1) * BK);
-#else
             load_panel(lid, row0, col0, (p + 1) * BK);  // in flight while panel p is multiplied
-#endif
         }
         for (uint d = 0; d < BK; ++d) {
             uint a_row = (slot * BK + d) * A_STRIDE;
@@ -228,30 +310,6 @@ void main() {
         }
     }
 
-#if MATMUL_SPLIT
-    if (STAGED_STORES) {
-        // Pass i: row i of every invocation's 8 (TY rows of BN floats) through b_panel, then
-        // written a float per invocation, neighbours to neighbouring addresses.
-        for (uint i = 0; i < 8; ++i) {
-            barrier();  // the last panel, then the previous pass, has been read
-            uint at = ty * BN + tx * 4;
-            for (uint j = 0; j < 4; ++j) {
-                C_ROWS(at + j) = acc[i][0][j];
-                C_ROWS(at + BN / 2 + j) = acc[i][1][j];
-            }
-            barrier();
-            for (uint e = lid; e < TY * BN; e += THREADS) {
-                uint r = e / BN;
-                uint row = row0 + (i < 4 ? r * 4 + i : BM / 2 + r * 4 + i - 4);
-                uint col = col0 + e % BN;
-                if (row < m && col < n) {
-                    c[C_AT(row * n + col)] = C_ROWS(e);
-                }
-            }
-        }
-        return;
-    }
-#endif
     bool vec4_ok = (flags & C_VEC4) != 0;
     for (uint i = 0; i < 8; ++i) {
         uint row = row0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);
@@ -259,3 +317,4 @@ void main() {
         store_row(row, col0 + BN / 2 + tx * 4, acc[i][1], vec4_ok);
     }
 }
+#endif
