@@ -11,7 +11,7 @@ CUDA events when torch sees CUDA (else that column is left out). Per shape the t
 ms, TFLOP/s and the ratio to cuBLAS (above 1: faster), best first; then the candidate that
 wins each regime (the geometric mean of its speed-up over `auto` across the regime's shapes),
 spelled as DEVICE_PLANS' entries. `auto (again)`, measured last at each shape, shows how far
-the run drifted. --json writes the rows and that choice.
+the run drifted. --json writes the rows and that choice (the rows so far after each shape).
 
 Split-K candidates are skipped for the large and thin_k regimes (many slices of a result that
 already fills the device, or of a k of a few panels) unless --all is given. A candidate that
@@ -127,6 +127,7 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     try:
         info = bench.device.info
+        summary = device_summary(info, full=False) | {"class": device_class(info)}
         for m, k, n in shapes:
             workload = Workload("matmul", max(m, k, n), (m, k, n))
             shape_regime = regime(m, k, n)
@@ -152,7 +153,8 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
                     }
                 )
             _print_shape(rows, workload, shape_regime, torch_ms)
-        summary = device_summary(info, full=False) | {"class": device_class(info)}
+            if args.json is not None:  # what is measured so far, should the run be cut short
+                args.json.write_text(json.dumps({"device": summary, "rows": rows}, indent=1))
     finally:
         bench.kernels = own_kernels
         for made in per_candidate.values():
