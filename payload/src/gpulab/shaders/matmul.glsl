@@ -39,7 +39,7 @@ layout(constant_id = 2) const uint BK = 8;
 layout(constant_id = 3) const bool SUBGROUP_TILES = false;
 #if MATMUL_SPLIT
 layout(constant_id = 4) const bool STAGED_STORES = false;
-layout(constant_id = 5) const uint NC = 2;  // column groups of 4 per invocation: 8 x 4 NC outputs
+layout(constant_id = 5) const uint NC = 2;  // column groups of 4 per invocation: 2 or 4
 #endif
 
 const uint TX = gl_WorkGroupSize.x;
@@ -196,8 +196,8 @@ void main() {
     c_base = gl_WorkGroupID.z * slice_stride;
 
     // acc[i][h]: row i of this invocation's 8 (as in matmul.comp), columns h BN / NC + tx * 4
-    // .. +3.
-    vec4 acc[8][NC];
+    // .. +3 (h < NC; with NC 2, acc[i][2] and [3] are never used, so cost nothing).
+    vec4 acc[8][4];
     for (uint i = 0; i < 8; ++i) {
         for (uint h = 0; h < NC; ++h) {
             acc[i][h] = vec4(0.0);
@@ -218,14 +218,22 @@ void main() {
             uint b_row = (slot * BK + d) * B_STRIDE;
             vec4 a_lo = a_panel[a_row + ty];
             vec4 a_hi = a_panel[a_row + TY + ty];
-            vec4 b_h[NC];
-            for (uint h = 0; h < NC; ++h) {
-                b_h[h] = b_panel[b_row + h * TX + tx];
+            vec4 b_lo = b_panel[b_row + tx];
+            vec4 b_hi = b_panel[b_row + TX + tx];
+            for (uint i = 0; i < 4; ++i) {  // matmul.comp's FMAs in its order
+                acc[i][0] = fma(vec4(a_lo[i]), b_lo, acc[i][0]);
+                acc[i][1] = fma(vec4(a_lo[i]), b_hi, acc[i][1]);
+                acc[i + 4][0] = fma(vec4(a_hi[i]), b_lo, acc[i + 4][0]);
+                acc[i + 4][1] = fma(vec4(a_hi[i]), b_hi, acc[i + 4][1]);
             }
-            for (uint i = 0; i < 4; ++i) {
-                for (uint h = 0; h < NC; ++h) {
-                    acc[i][h] = fma(vec4(a_lo[i]), b_h[h], acc[i][h]);
-                    acc[i + 4][h] = fma(vec4(a_hi[i]), b_h[h], acc[i + 4][h]);
+            if (NC == 4) {
+                vec4 b_2 = b_panel[b_row + 2 * TX + tx];
+                vec4 b_3 = b_panel[b_row + 3 * TX + tx];
+                for (uint i = 0; i < 4; ++i) {
+                    acc[i][2] = fma(vec4(a_lo[i]), b_2, acc[i][2]);
+                    acc[i][3] = fma(vec4(a_lo[i]), b_3, acc[i][3]);
+                    acc[i + 4][2] = fma(vec4(a_hi[i]), b_2, acc[i + 4][2]);
+                    acc[i + 4][3] = fma(vec4(a_hi[i]), b_3, acc[i + 4][3]);
                 }
             }
         }
