@@ -11,7 +11,8 @@ CUDA events when torch sees CUDA (else that column is left out). Per shape the t
 ms, TFLOP/s and the ratio to cuBLAS (above 1: faster), best first; then the candidate that
 wins each regime (the geometric mean of its speed-up over `auto` across the regime's shapes),
 spelled as DEVICE_PLANS' entries. `auto (again)`, measured last at each shape, shows how far
-the run drifted. --json writes the rows and that choice (the rows so far after each shape).
+the run drifted (the winners count the better of auto's two times); one discarded measurement
+warms the GPU up first. --json writes the rows and that choice (the rows so far after each shape).
 
 Split-K candidates are skipped for the large and thin_k regimes (many slices of a result that
 already fills the device, or of a k of a few panels) unless --all is given. A candidate that
@@ -128,6 +129,10 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
     try:
         info = bench.device.info
         summary = device_summary(info, full=False) | {"class": device_class(info)}
+        warm = per_candidate.get("auto")
+        if shapes and isinstance(warm, Kernels):
+            bench.kernels = warm
+            bench.measure(Workload("matmul", max(shapes[0]), shapes[0]))  # warm-up, not kept
         for m, k, n in shapes:
             workload = Workload("matmul", max(m, k, n), (m, k, n))
             shape_regime = regime(m, k, n)
@@ -197,8 +202,9 @@ def _winners(rows: list[dict[str, Any]]) -> dict[str, tuple[str, float]]:
     among those measured at every shape of the regime."""
     times: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for row in rows:
-        if row["candidate"] != AGAIN:
-            times[row["regime"], row["shape"]][row["candidate"]] = row["time_ms"]
+        name = "auto" if row["candidate"] == AGAIN else row["candidate"]
+        by = times[row["regime"], row["shape"]]
+        by[name] = min(by.get(name, math.inf), row["time_ms"])  # auto: the better of two
     result: dict[str, tuple[str, float]] = {}
     for name in REGIMES:
         shapes = [by for (r, _), by in times.items() if r == name and "auto" in by]
