@@ -252,7 +252,7 @@ def parse_plan(text: str) -> MatmulPlan:
     (k in N slices, 1 to MAX_SPLIT), staged; for example 16x16x8+split4, 32x16x8s+staged,
     split2 (the tile chosen as for two slices)."""
     error = (
-        f"matmul variant {text!r}: expected auto or parts joined by + (XxYxD[s], splitN, "
+        f"matmul variant {text!r}: expected auto or parts joined by + (XxYxD[s][w], splitN, "
         "staged), for example 16x16x8+split4"
     )
     parts = text.lower().split("+")
