@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray
 from gpulab.kernels.jacobi_status import STATUS_WORDS
-from gpulab.kernels.matmul_tiles import tile_for
+from gpulab.kernels.matmul_tiles import MatmulPlan, MatmulTile, regime, split_depth, tile_for
 from gpulab.kernels.pipelines import PipelineCatalog, Specialization
 from gpulab.vk import Buffer, CommandBuffer
 
@@ -42,6 +42,8 @@ _ELEMENTWISE_PUSH = struct.Struct("<IIfI").pack  # count, vec4, literal a, unuse
 _REDUCE_PUSH = struct.Struct("<IIII").pack  # count, vec4, first partial, finish
 _MATVEC_PUSH = struct.Struct("<III").pack  # m, n, vec4
 _MATMUL_PUSH = struct.Struct("<IIII").pack  # m, k, n, vec4 flags (B 2, C 4)
+_MATMUL_SPLIT_PUSH = struct.Struct("<IIIIII").pack  # the same, depths per slice, slice stride
+_MATMUL_SUM_PUSH = struct.Struct("<IIII").pack  # floats, slices, slice stride, vec4
 # n, step, check every, use tolerance, tolerance, vec4
 _JACOBI_PUSH = struct.Struct("<IIIIfI").pack
 
@@ -285,13 +287,17 @@ class Recording:
         if k == 0:
             self.fill(out, 0.0)
             return
-        tile = tile_for(self.geometry.matmul_tiles, m, n)
+        plan = self.geometry.matmul_plans[regime(m, k, n)]
+        tile = plan.tile or tile_for(self.geometry.matmul_tiles, m, n, plan.split)
         groups = (math.ceil(n / tile.block_cols), math.ceil(m / tile.block_rows), 1)
         if groups[0] > self.geometry.max_groups or groups[1] > self.geometry.max_groups_y:
             raise ValueError(f"matmul: a {m}x{n} result needs more workgroups than the device has")
         # vec4 loads of B and stores of C where rows are whole vec4s and the bindings start
         # 16-aligned (A's panel is read by scalars, whatever its shape).
         flags = int(n % 4 == 0 and b.offset % 16 == 0) << 1
+        if plan.split_shader:
+            self._matmul_split(a, b, out, plan=plan, tile=tile, groups=groups, flags=flags)
+            return
         flags |= int(n % 4 == 0 and out.offset % 16 == 0) << 2
         self.dispatch(
             "matmul",
@@ -301,6 +307,51 @@ class Recording:
             groups,
         )
         self.barrier()
+
+    def _matmul_split(
+        self,
+        a: DeviceArray,
+        b: DeviceArray,
+        out: DeviceArray,
+        *,
+        plan: MatmulPlan,
+        tile: MatmulTile,
+        groups: tuple[int, int, int],
+        flags: int,
+    ) -> None:
+        """matmul_split.comp: k in slices written one after another into scratch (then
+        matmul_sum.comp adds them into `out`), or straight into `out` when one slice is
+        left (k too short to split, no scratch, or too many floats for one binding)."""
+        (m, k), n = a.shape, out.shape[1]
+        chunk, slices = split_depth(k, plan.split, tile.depth)
+        stride = -(-m * n // 4) * 4  # whole vec4s, so every slice starts 16-byte aligned
+        fits = slices * stride <= self.geometry.binding_elements
+        if slices > 1 and (self._scratch is None or not fits):
+            chunk, slices = k, 1
+        target = out
+        if slices > 1:
+            area = self.scratch(FLOAT_BYTES * slices * stride, "matmul")
+            target = DeviceArray(area.buffer, (slices * stride,), area.offset)
+        flags |= int(n % 4 == 0 and target.offset % 16 == 0) << 2
+        self.dispatch(
+            "matmul_split",
+            tile.split_specialization(plan.staged),
+            (a.binding(), b.binding(), target.binding()),
+            _MATMUL_SPLIT_PUSH(m, k, n, flags, chunk, stride),
+            (groups[0], groups[1], slices),
+        )
+        self.barrier()
+        if slices > 1:
+            count = m * n
+            vec4 = target.offset % 16 == 0 and out.offset % 16 == 0
+            self.dispatch(
+                "matmul_sum",
+                ((0, self.geometry.workgroup_size),),
+                (target.binding(), out.binding()),
+                _MATMUL_SUM_PUSH(count, slices, stride, vec4),
+                (self.groups(-(-count // 4)), 1, 1),
+            )
+            self.barrier()
 
     def jacobi(
         self, a: DeviceArray, b: DeviceArray, out: DeviceArray, params: Mapping[str, Any]
