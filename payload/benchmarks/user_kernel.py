@@ -1,12 +1,14 @@
-"""A user's elementwise kernel (`"op": "kernel"`, a saxpy written in GLSL) against the built-in
-saxpy on the same device in the same run: GPU time of the one node and its GB/s.
+"""A user's elementwise kernel (`"op": "kernel"`, a saxpy written in GLSL, a float and a vec4
+version) against the built-in saxpy on the same device in the same run: GPU time of the one
+node and its GB/s.
 
     PYTHONPATH=payload/src python3 payload/benchmarks/user_kernel.py [--log2n 26 28] [--runs 10]
 
 Needs glslc (or glslangValidator). Prints one JSON line per size and kind, then a table:
 the median and best GPU time over the runs after one warm-up, GB/s as the 12 bytes an
-element moves (read x and y, write the result) over the best time, and the user kernel's
-GB/s over the built-in's. The shader indexes a 2-D grid (docs/cli.md), so that it runs at
+element moves (read x and y, write the result) over the best time, and the user kernels'
+GB/s over the built-in's. The vec4 kernel declares its arrays as vec4s (and floats, for the
+n % 4 tail): one invocation per four elements, as the built-in elementwise shader. The shader indexes a 2-D grid (docs/cli.md), so that it runs at
 every size on devices with 65535 workgroups along x too.
 """
 
@@ -34,6 +36,26 @@ void main() {
     if (i < o.length()) o[i] = p.a * x[i] + y[i];
 }
 """
+SAXPY_VEC4_GLSL = """#version 450
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 0) readonly buffer X4 { vec4 x4[]; };
+layout(std430, binding = 1) readonly buffer Y { float y[]; };
+layout(std430, binding = 1) readonly buffer Y4 { vec4 y4[]; };
+layout(std430, binding = 2) writeonly buffer Out { float o[]; };
+layout(std430, binding = 2) writeonly buffer Out4 { vec4 o4[]; };
+layout(push_constant) uniform Push { float a; } p;
+void main() {
+    uint row = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * row;
+    if (i < o4.length()) {
+        o4[i] = p.a * x4[i] + y4[i];
+    } else if (i == o4.length()) {
+        for (uint j = 4 * i; j < o.length(); ++j) o[j] = p.a * x[j] + y[j];
+    }
+}
+"""
+SHADERS = {"user": SAXPY_GLSL, "user-vec4": SAXPY_VEC4_GLSL}
 BYTES_PER_ELEMENT = 12
 
 
@@ -43,6 +65,24 @@ def graphs(n: int) -> dict[str, dict[str, Any]]:
         "x": {"type": "vector", "random": {"n": n, "seed": 1}},
         "y": {"type": "vector", "random": {"n": n, "seed": 2}},
     }
+
+    def user(kind: str) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "name": f"saxpy-{kind}-{n}",
+            "inputs": inputs,
+            "nodes": [
+                {
+                    "id": "s",
+                    "op": "kernel",
+                    "kernel": {"file": f"saxpy_{kind}.comp"},
+                    "inputs": {"x": "x", "y": "y", "a": 2.5},
+                    "output": {"like": "x"},
+                }
+            ],
+            "outputs": ["s"],
+        }
+
     return {
         "builtin": {
             "version": 1,
@@ -51,21 +91,7 @@ def graphs(n: int) -> dict[str, dict[str, Any]]:
             "nodes": [{"id": "s", "op": "saxpy", "inputs": {"a": "a", "x": "x", "y": "y"}}],
             "outputs": ["s"],
         },
-        "user": {
-            "version": 1,
-            "name": f"saxpy-user-{n}",
-            "inputs": inputs,
-            "nodes": [
-                {
-                    "id": "s",
-                    "op": "kernel",
-                    "kernel": {"file": "saxpy_user.comp"},
-                    "inputs": {"x": "x", "y": "y", "a": 2.5},
-                    "output": {"like": "x"},
-                }
-            ],
-            "outputs": ["s"],
-        },
+        **{kind: user(kind) for kind in SHADERS},
     }
 
 
@@ -82,7 +108,8 @@ def main() -> None:
     args = parser.parse_args()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as folder:
-        Path(folder, "saxpy_user.comp").write_text(SAXPY_GLSL, encoding="utf-8")
+        for kind, source in SHADERS.items():
+            Path(folder, f"saxpy_{kind}.comp").write_text(source, encoding="utf-8")
         home = Path.cwd()
         os.chdir(folder)  # the kernel's file resolves against the working directory
         try:
@@ -102,12 +129,15 @@ def main() -> None:
                         print(json.dumps(row), flush=True)
         finally:
             os.chdir(home)
-    print(f"{'n':>11} {'built-in GB/s':>14} {'user GB/s':>10} {'user/built-in':>14}")
+    kinds = list(graphs(1))
+    print(f"{'n':>11}" + "".join(f" {kind + ' GB/s':>16}" for kind in kinds) + "  over built-in")
     for log2n in args.log2n:
         n = 1 << log2n
-        builtin, user = (next(r for r in rows if r["n"] == n and r["kind"] == k) for k in graphs(1))
-        ratio = user["gb_s"] / builtin["gb_s"]
-        print(f"{'2^' + str(log2n):>11} {builtin['gb_s']:>14} {user['gb_s']:>10} {ratio:>14.3f}")
+        gb_s = {r["kind"]: r["gb_s"] for r in rows if r["n"] == n}
+        ratios = " ".join(f"{gb_s[k] / gb_s['builtin']:.3f}" for k in kinds[1:])
+        print(
+            f"{'2^' + str(log2n):>11}" + "".join(f" {gb_s[k]:>16}" for k in kinds) + f"  {ratios}"
+        )
 
 
 if __name__ == "__main__":

@@ -105,12 +105,15 @@ class Recording:
         local_x: int,
         scalars: Sequence[float],
         out: DeviceArray,
+        per_invocation: int = 1,
         grid: bool = False,
     ) -> None:
-        """A user's shader (SPIR-V `spirv`, cached as `key`): ceil(out.size / local_x)
-        workgroups along x, the scalars pushed as float32. Past the device's workgroups along
-        x, a `grid` shader (one that reads gl_NumWorkGroups) gets rows of them along y."""
-        groups = max(1, -(-out.size // max(local_x, 1)))
+        """A user's shader (SPIR-V `spirv`, cached as `key`): one invocation per
+        `per_invocation` elements of `out` (4 for a vec4 output) in workgroups of `local_x`
+        along x, the scalars pushed as float32. Past the device's workgroups along x, a
+        `grid` shader (one that reads gl_NumWorkGroups) gets rows of them along y."""
+        invocations = -(-out.size // max(per_invocation, 1))
+        groups = max(1, -(-invocations // max(local_x, 1)))
         across, rows = groups, 1
         if groups > self.geometry.max_groups:
             if not grid:

@@ -181,6 +181,7 @@ def _user_kernel(
         local_x=reflection.local_size[0],
         scalars=scalars,
         out=out,
+        per_invocation=reflection.floats_per_invocation(len(kernel.arrays)),
         grid=reflection.reads_workgroup_count,
     )
     return NO_EXTRAS

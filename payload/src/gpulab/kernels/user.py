@@ -77,6 +77,7 @@ class Kernel(Closeable):
                 local_x=self.reflection.local_size[0],
                 scalars=scalars,
                 out=target,
+                per_invocation=self.reflection.floats_per_invocation(len(arrays)),
                 grid=self.reflection.reads_workgroup_count,
             )
             cmd.barrier("compute", "host")
