@@ -8,8 +8,9 @@ Needs glslc (or glslangValidator). Prints one JSON line per size and kind, then 
 the median and best GPU time over the runs after one warm-up, GB/s as the 12 bytes an
 element moves (read x and y, write the result) over the best time, and the user kernels'
 GB/s over the built-in's. The vec4 kernel declares its arrays as vec4s (and floats, for the
-n % 4 tail): one invocation per four elements, as the built-in elementwise shader. The shader indexes a 2-D grid (docs/cli.md), so that it runs at
-every size on devices with 65535 workgroups along x too.
+n % 4 tail): one invocation per four elements, as the built-in elementwise shader. Both index
+a 2-D grid (docs/cli.md), so that they run at every size on devices with 65535 workgroups
+along x too.
 """
 
 from __future__ import annotations
