@@ -95,15 +95,17 @@ def test_runner_passes_an_argument_list_and_stdin() -> None:
     assert SlurmRunner(module).which("sbatch") is None
 
 
-# The one source of the Slurm client and of the NVIDIA driver reader: the collection's
-# module_utils (a git install of the collection has them); the payload's modules are links to
-# them, which the wheel build resolves.
+# The one source of the Slurm client, of the NVIDIA driver reader and of which device file is
+# which GPU: the collection's module_utils (a git install of the collection has them); the
+# payload's modules are links to them, which the wheel build resolves.
 SLURM_CLIENT = REPO / "payload/src/gpulab/submit/slurm_client.py"
 NVIDIA_DRIVER = REPO / "payload/src/gpulab/backends/nvidia_driver.py"
+GPU_FILES = REPO / "payload/src/gpulab/backends/gpu_files.py"
+SHARED = [SLURM_CLIENT, NVIDIA_DRIVER, GPU_FILES]
 COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
 
 
-@pytest.mark.parametrize("link", [SLURM_CLIENT, NVIDIA_DRIVER], ids=lambda p: p.name)
+@pytest.mark.parametrize("link", SHARED, ids=lambda p: p.name)
 def test_the_payloads_shared_modules_are_links_to_the_collections(link: Path) -> None:
     source = COLLECTION / "plugins/module_utils" / link.name
     assert link.is_symlink(), f"{link.relative_to(REPO)}: a link to {source.relative_to(REPO)}"
@@ -117,6 +119,14 @@ def test_the_wheel_ships_the_slurm_client_as_a_module_of_gpulab_submit() -> None
 
     assert Path(slurm_client.__file__) == SLURM_CLIENT
     assert "gpulab.submit" in find_packages(str(REPO / "payload/src"))
+
+
+def test_the_payload_imports_the_shared_device_files_module_through_its_link() -> None:
+    # gpu_files imports nvidia_driver relatively: in the payload that is the payload's link.
+    from gpulab.backends import gpu_files, nvidia_driver  # noqa: PLC0415 - the payload's
+
+    assert Path(gpu_files.__file__) == GPU_FILES
+    assert gpu_files.nvidia_gpus is nvidia_driver.nvidia_gpus
 
 
 def test_ansible_ships_the_slurm_client_with_the_module(tmp_path: Path) -> None:
@@ -169,7 +179,7 @@ def test_build_packs_the_roles_and_the_module(tmp_path: Path) -> None:
     (built,) = tmp_path.glob("gpulab-cluster-*.tar.gz")
     with tarfile.open(built) as tarball:
         names = set(tarball.getnames())
-        for source in (SLURM_CLIENT, NVIDIA_DRIVER):
+        for source in SHARED:
             packed = tarball.extractfile(f"plugins/module_utils/{source.name}")
             assert packed is not None
             assert packed.read() == source.read_bytes()
