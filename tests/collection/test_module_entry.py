@@ -95,13 +95,15 @@ def test_runner_passes_an_argument_list_and_stdin() -> None:
     assert SlurmRunner(module).which("sbatch") is None
 
 
-# The one source of the Slurm client, of the NVIDIA driver reader and of which device file is
-# which GPU: the collection's module_utils (a git install of the collection has them); the
-# payload's modules are links to them, which the wheel build resolves.
+# The one source of the Slurm client, of the NVIDIA driver reader, of which device file is
+# which GPU and of the reader of Slurm's GPU environment: the collection's module_utils (a git
+# install of the collection has them); the payload's modules are links to them, which the
+# wheel build resolves.
 SLURM_CLIENT = REPO / "payload/src/gpulab/submit/slurm_client.py"
 NVIDIA_DRIVER = REPO / "payload/src/gpulab/backends/nvidia_driver.py"
 GPU_FILES = REPO / "payload/src/gpulab/backends/gpu_files.py"
-SHARED = [SLURM_CLIENT, NVIDIA_DRIVER, GPU_FILES]
+SLURM_GPU_ENV = REPO / "payload/src/gpulab/backends/slurm_gpu_env.py"
+SHARED = [SLURM_CLIENT, NVIDIA_DRIVER, GPU_FILES, SLURM_GPU_ENV]
 COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
 
 
@@ -127,6 +129,13 @@ def test_the_payload_imports_the_shared_device_files_module_through_its_link() -
 
     assert Path(gpu_files.__file__) == GPU_FILES
     assert gpu_files.nvidia_gpus is nvidia_driver.nvidia_gpus
+
+
+def test_the_payload_reads_slurms_gpu_environment_through_the_shared_module() -> None:
+    from gpulab.backends import slurm_gpu_env, slurm_gpus  # noqa: PLC0415 - the payload's
+
+    assert Path(slurm_gpu_env.__file__) == SLURM_GPU_ENV
+    assert slurm_gpus.id_variable is slurm_gpu_env.id_variable
 
 
 def test_ansible_ships_the_slurm_client_with_the_module(tmp_path: Path) -> None:

@@ -166,7 +166,7 @@ def test_the_installed_collection_has_every_role_plugin_and_playbook(installed: 
     for kind in ("modules", "module_utils", "filter"):
         shipped = {path.name for path in (tree / "plugins" / kind).glob("*.py")}
         assert shipped == {path.name for path in (COLLECTION / "plugins" / kind).glob("*.py")}
-    for name in ("slurm_client.py", "nvidia_driver.py", "gpu_files.py"):
+    for name in ("slurm_client.py", "nvidia_driver.py", "gpu_files.py", "slurm_gpu_env.py"):
         assert (tree / "plugins/module_utils" / name).read_bytes() == (
             COLLECTION / "plugins/module_utils" / name
         ).read_bytes()
@@ -197,6 +197,7 @@ def test_the_tarball_carries_the_payload_sdist(installed: Path) -> None:
         "src/gpulab/submit/slurm_client.py",
         "src/gpulab/backends/nvidia_driver.py",
         "src/gpulab/backends/gpu_files.py",
+        "src/gpulab/backends/slurm_gpu_env.py",
         "src/gpulab/examples/saxpy_norm.json",
     } <= names
     assert [n for n in names if "/_lib/" in n or n.endswith((".so", ".o"))] == []
