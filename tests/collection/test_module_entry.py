@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -113,6 +115,23 @@ def test_the_payloads_shared_modules_are_links_to_the_collections(link: Path) ->
     assert link.is_symlink(), f"{link.relative_to(REPO)}: a link to {source.relative_to(REPO)}"
     assert link.resolve() == source.resolve()
     assert not source.is_symlink(), "ansible-galaxy skips links: the collection holds the file"
+
+
+@pytest.mark.parametrize("link", SHARED, ids=lambda p: p.name)
+def test_a_shared_module_imports_what_both_sides_have(link: Path) -> None:
+    """Python 3.8's syntax (ansible-core's oldest target Python), the standard library, and
+    other shared modules only, relatively: the sibling the link's folder holds in the payload,
+    the module_utils file in the collection."""
+    tree = ast.parse(link.read_text(), feature_version=(3, 8))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            assert node.level == 1 and node.module, ast.unparse(node)
+            sibling = link.with_name(f"{node.module}.py")
+            assert sibling in SHARED and sibling.parent == link.parent, ast.unparse(node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            top = {str(name).split(".")[0] for name in names}
+            assert top <= sys.stdlib_module_names | {"__future__"}, ast.unparse(node)
 
 
 def test_the_wheel_ships_the_slurm_client_as_a_module_of_gpulab_submit() -> None:
