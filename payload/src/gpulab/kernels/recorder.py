@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from gpulab.kernels._recording import Input, Recording, Scratch
+from gpulab.kernels import fused
+from gpulab.kernels._recording import Input, Recording, Reduction, Scratch
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray, OwnedArray
 from gpulab.kernels.generate import Pattern, record_pattern, unsupported
 from gpulab.kernels.op_recordings import NO_EXTRAS, Extras, has_recording, recording_of
-from gpulab.kernels.pipelines import Geometry, PipelineCatalog, geometry
+from gpulab.kernels.pipelines import PUSH_CONSTANT_BYTES, Geometry, PipelineCatalog, geometry
 from gpulab.ops.registry import entry, find, result_shape
 from gpulab.vk import Closeable, CommandBuffer, CommandPool, Device, Fence
 
@@ -88,6 +89,49 @@ class Kernels(Closeable):
         extras = recording_of(op)(recording, array, inputs, out, options)
         solver = extras.get("solver")
         return Recorded(recording.dispatches, solver.array if solver else None, extras)
+
+    def cannot_fuse(self, count: int, numbers: int, reduces: bool) -> str | None:
+        """Why this device cannot record a fused group (gpulab.kernels.fused) over `count`
+        elements taking `numbers` numbers as one shader, or None: no GLSL compiler, empty
+        vectors, vectors beyond one storage binding, more numbers than push constants hold."""
+        why = fused.unavailable()
+        if why is not None:
+            return why
+        if count == 0:
+            return "empty vectors"
+        if count > self.geometry.binding_elements:
+            return "vectors larger than one storage binding"
+        if fused.push_bytes(numbers, reduces) > PUSH_CONSTANT_BYTES:
+            return "more numbers than the push constants hold"
+        return None
+
+    def record_fused(
+        self, cmd: CommandBuffer, steps: Sequence[fused.Step], *, scratch: Scratch | None = None
+    ) -> Recorded:
+        """Append a fused group (`cannot_fuse` first): its shader's dispatch (and a
+        reduction's combining passes), then a compute->compute barrier. The last step is the
+        anchor, whose `out` receives its value; the other steps with an `out` are written too."""
+        made = fused.shader(steps, self.geometry.subgroup_arithmetic)
+        spirv = fused.spirv_of(made.source)
+        anchor = steps[-1]
+        assert anchor.out is not None, "a fused group's anchor is written"
+        for array in (*made.reads, *made.writes, anchor.out):
+            if array.offset % self._offset_alignment:
+                raise ValueError("a fused group's array is not aligned for a storage binding")
+        combine = anchor.fusion.combine
+        reduction = None if combine is None else Reduction(combine, combine, anchor.fusion.root)
+        bindings = [array.binding() for array in (*made.reads, *made.writes)]
+        recording = Recording(self._catalog, cmd, scratch, self._alignment)
+        recording.fused(
+            fused.pipeline_key(spirv),
+            spirv,
+            bindings,
+            numbers=made.numbers,
+            count=_elements(steps),
+            reduction=reduction,
+            out=anchor.out,
+        )
+        return Recorded(recording.dispatches)
 
     def records(self, op: str) -> bool:
         """Whether this device can record `op` (an op another package adds may have no
@@ -206,6 +250,15 @@ class Kernels(Closeable):
     def elements_per_binding(self) -> int:
         """How many floats one storage binding holds (vector ops split beyond it)."""
         return self.geometry.binding_elements
+
+
+def _elements(steps: Sequence[fused.Step]) -> int:
+    """How many elements a fused group runs over: its vectors' length."""
+    for step in steps:
+        for value in (*step.inputs.values(), step.out):
+            if isinstance(value, DeviceArray) and value.shape != ():
+                return value.size
+    return 0
 
 
 def _shape(value: Input) -> tuple[int, ...]:

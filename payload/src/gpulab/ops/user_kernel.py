@@ -101,12 +101,22 @@ def compile_glsl(path: Path, name: str) -> bytes:
         source = path.read_bytes()
     except OSError as exc:
         raise KernelError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    return compile_source(source, name, path=path)
+
+
+def compile_source(
+    source: bytes, name: str, *, path: Path | None = None, include: Path | None = None
+) -> bytes:
+    """The SPIR-V of GLSL compute `source` (read from `path`, or written to a temporary file
+    named `name`), `#include`s looked up in `include`; cached by the source and the flags."""
     argv = compiler()
     if argv is None:
         raise KernelError(
             f"cannot compile {name}: no glslc or glslangValidator on PATH (install "
             "shaderc or glslang-tools, as the vulkan role does, or give a compiled .spv)"
         )
+    if include is not None:
+        argv.append(f"-I{include}")
     flags = " ".join([Path(argv[0]).name, *argv[1:]])
     digest = hashlib.sha256(flags.encode() + b"\0" + source).hexdigest()
     cached = cache_dir() / f"{digest}.spv"
@@ -115,6 +125,9 @@ def compile_glsl(path: Path, name: str) -> bytes:
     except OSError:
         pass
     with tempfile.TemporaryDirectory(prefix="gpulab-kernel-") as work:
+        if path is None:
+            path = Path(work) / Path(name).name
+            path.write_bytes(source)
         out = Path(work) / "kernel.spv"
         done = subprocess.run(
             [*argv, "-o", str(out), str(path)],
