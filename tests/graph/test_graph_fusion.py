@@ -91,20 +91,34 @@ def test_a_producer_read_before_the_anchor_stays_out() -> None:
     assert _plan(document) == []
 
 
-def test_reductions_only_anchor_and_other_ops_never_fuse() -> None:
+def test_reductions_only_anchor_and_ops_without_fusion_never_fuse() -> None:
     document = _graph(
         [
             _node("n", "sum", x="x"),
             _node("s", "scale", x="y", a="n"),
             _node("m", "matvec", A="M", x="s"),
-            _node("k", "normalize", x="m"),
+            _node("k", "add", x="m", y="y"),
             _node("d", "dot", x="k", y="s"),
         ],
         ["d"],
     )
-    # n's scalar is an input of s's group (there is none: s alone); d reads s, but m, read
-    # before d, reads s too.
-    assert _plan(document) == []
+    # n's scalar is read by s, not fused into it; m (matvec) has no fused form, and reads s
+    # before d runs, so s stays out of d's group.
+    assert _plan(document) == [(["k", "d"], {"d"})]
+
+
+def test_normalize_fuses_into_its_consumer_but_reads_its_input_from_memory() -> None:
+    document = _graph(
+        [
+            _node("s", "saxpy", a="a", x="x", y="y"),
+            _node("norm", "l2_norm", x="s"),
+            _node("u", "normalize", x="s"),
+            _node("total", "sum", x="u"),
+        ],
+        ["norm", "total"],
+    )
+    # u's norm is a pass over s before u's group: s is written, by its own group.
+    assert _plan(document) == [(["s", "norm"], {"s", "norm"}), (["u", "total"], {"total"})]
 
 
 def test_groups_stay_within_the_binding_budget() -> None:
@@ -198,6 +212,8 @@ def cpu_inputs(cpu: Runner, graph: Graph) -> dict[str, Any]:
 
 
 FUSABLE = ("add", "scale", "saxpy", "sum", "min", "max", "dot", "l2_norm")
+"""The elementwise ops, then the reductions (normalize fuses too, as an elementwise op whose
+norm is a pass of its own)."""
 
 
 @st.composite
@@ -267,6 +283,23 @@ def test_the_chain_fuses_and_matches(runners: tuple[Runner, Runner, Runner]) -> 
     fused = runners[0].run(load_graph(document))
     assert fused.fused == [["s", "t", "u", "n"]]
     compare(runners, document)
+
+
+def test_a_zero_norm_in_a_fused_normalize_is_still_a_numerical_error(
+    runners: tuple[Runner, Runner, Runner],
+) -> None:
+    document = _graph(
+        [
+            _node("z", "scale", x="x", a=0.0),
+            _node("u", "normalize", x="z"),
+            _node("t", "sum", x="u"),
+        ],
+        ["t"],
+    )
+    assert _plan(document) == [(["u", "t"], {"t"})]
+    for runner in runners:
+        with pytest.raises(NumericalError, match="norm 0"):
+            runner.run(load_graph(document))
 
 
 def test_without_a_compiler_fusion_is_off_and_says_why(

@@ -167,7 +167,7 @@ class _Recording:
             if group is None:
                 self._record_one(node, arrays)
             elif node is group.anchor:
-                self.dispatches += self._record_group(group, arrays).dispatches
+                self.dispatches += self._record_group(group, arrays)
                 open_groups.discard(id(group))
             else:
                 open_groups.add(id(group))
@@ -199,8 +199,10 @@ class _Recording:
             if not any(used is allocation for allocation in held):
                 self.pool.release(used)
 
-    def _record_group(self, group: FusedGroup, arrays: Mapping[str, DeviceArray]) -> Recorded:
-        """Record a fused group as one shader, at its anchor (gpulab.kernels.fused)."""
+    def _record_group(self, group: FusedGroup, arrays: Mapping[str, DeviceArray]) -> int:
+        """Record a fused group as one shader, at its anchor (gpulab.kernels.fused); its
+        dispatches. The scratch holding a member's extra output (normalize's norm) stays
+        until the recording goes, the rest goes back to the pool now."""
         scratch: list[Allocation] = []
 
         def take(count: int) -> DeviceArray:
@@ -226,12 +228,22 @@ class _Recording:
             out = arrays[node.id] if node.id in group.written else None
             steps.append(Step(node.id, fusion, inputs, out))
         try:
-            return self.executor.kernels.record_fused(self.command, steps, scratch=take)
+            recorded = self.executor.kernels.record_fused(self.command, steps, scratch=take)
         except ValueError as exc:
-            raise ExecutionFailed(f"nodes {', '.join(group.ids)} (fused): {exc}") from exc
-        finally:
             for used in scratch:
                 self.pool.release(used)
+            raise ExecutionFailed(f"nodes {', '.join(group.ids)} (fused): {exc}") from exc
+        held: list[Allocation] = []
+        for node in group.nodes:
+            extras = recorded.extras.get(node.id)
+            if extras:
+                kept = {name: (_holding(x.array, scratch), x) for name, x in extras.items()}
+                self.extras.append((node, kept))
+                held.extend(allocation for allocation, _ in kept.values())
+        for used in scratch:
+            if not any(used is allocation for allocation in held):
+                self.pool.release(used)
+        return recorded.dispatches
 
     def _record_node(
         self, node: Node, arrays: Mapping[str, DeviceArray], scratch: list[Allocation]

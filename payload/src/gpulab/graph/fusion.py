@@ -11,7 +11,9 @@ A producer joins its consumer's group when
 - it is in the same run of nodes and not in another group,
 - every reader outside the group is scheduled after the anchor (the group's values exist
   only once the anchor's dispatch ran; this also keeps the groups free of cycles), and
-- the group stays within `most_bindings` storage buffers.
+- the group stays within `most_bindings` storage buffers, and
+- no member with prepared scalars (Fusion.prepared: normalize's norm) reads it: those read
+  their inputs from memory, in a pass before the group's.
 A member is written to memory only when something besides the group reads it, or when it
 must be kept (`kept`: graph outputs, values another backend reads); otherwise it lives in
 registers only. A group of one node is no group: that node runs as it always does.
@@ -55,15 +57,22 @@ def fusion_of(node: Node) -> Fusion | None:
     return found.fusion if found is not None else None
 
 
+def _prepares(node: Node) -> bool:
+    """Whether `node`'s op computes scalars of its inputs first (Fusion.prepared)."""
+    fusion = fusion_of(node)
+    return fusion is not None and bool(fusion.prepared)
+
+
 def _bindings(members: Collection[Node], written: Collection[str], reduces: bool) -> int:
     ids = {node.id for node in members}
+    prepared = sum(len(fusion.prepared) for node in members if (fusion := fusion_of(node)))
     read = {
         arg.name
         for node in members
         for arg in node.inputs.given
         if isinstance(arg, Ref) and arg.name not in ids
     }
-    return len(read) + len(written) + (1 if reduces else 0)
+    return len(read) + len(written) + prepared + (1 if reduces else 0)
 
 
 def plan(
@@ -88,12 +97,18 @@ def plan(
         frontier = [anchor]
         while frontier:
             member = frontier.pop()
+            if _prepares(member):
+                continue  # its inputs are read from memory by its prepared reductions
             for name in member.references:
                 producer = by_id.get(name)
                 if producer is None or producer.id in members or producer.id in assigned:
                     continue
                 joining = fusion_of(producer)
                 if joining is None or joining.reduces or producer.shape != elements:
+                    continue
+                if joining.prepared and any(r in members for r in producer.references):
+                    continue
+                if any(_prepares(members[r]) for r in readers[producer.id] if r in members):
                     continue
                 outside = [r for r in readers[producer.id] if r not in members]
                 if any(position[r] < position[anchor.id] for r in outside):

@@ -13,7 +13,13 @@ from gpulab.kernels import fused
 from gpulab.kernels._recording import Input, Recording, Reduction, Scratch
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray, OwnedArray
 from gpulab.kernels.generate import Pattern, record_pattern, unsupported
-from gpulab.kernels.op_recordings import NO_EXTRAS, Extras, has_recording, recording_of
+from gpulab.kernels.op_recordings import (
+    NO_EXTRAS,
+    Extra,
+    Extras,
+    has_recording,
+    recording_of,
+)
 from gpulab.kernels.pipelines import PUSH_CONSTANT_BYTES, Geometry, PipelineCatalog, geometry
 from gpulab.ops.registry import entry, find, result_shape
 from gpulab.vk import Closeable, CommandBuffer, CommandPool, Device, Fence
@@ -34,6 +40,18 @@ class Recorded(NamedTuple):
     extras: Extras = NO_EXTRAS
     """The op's extra outputs by name (normalize's norm, jacobi's solver status), to read
     back after the run and hand to the op's entry (OpEntry.checked)."""
+
+
+class RecordedGroup(NamedTuple):
+    """What `Kernels.record_fused` added: its dispatches, and the extra outputs of its steps
+    by step id (the prepared scalars: normalize's norm)."""
+
+    dispatches: int
+    extras: Mapping[str, Extras]
+
+
+def _scalar(value: Any, params: Mapping[str, Any]) -> float:
+    return float(value)
 
 
 class Kernels(Closeable):
@@ -107,10 +125,38 @@ class Kernels(Closeable):
 
     def record_fused(
         self, cmd: CommandBuffer, steps: Sequence[fused.Step], *, scratch: Scratch | None = None
-    ) -> Recorded:
-        """Append a fused group (`cannot_fuse` first): its shader's dispatch (and a
-        reduction's combining passes), then a compute->compute barrier. The last step is the
-        anchor, whose `out` receives its value; the other steps with an `out` are written too."""
+    ) -> RecordedGroup:
+        """Append a fused group (`cannot_fuse` first): each step's prepared scalars (a pass of
+        their own each), then the group's shader (and a reduction's combining passes), then a
+        compute->compute barrier. The last step is the anchor, whose `out` receives its value;
+        the other steps with an `out` are written too. The prepared scalars are returned as
+        the extra outputs of their steps (normalize's norm, which its entry checks)."""
+        recording = Recording(self._catalog, cmd, scratch, self._alignment)
+        extras: dict[str, Extras] = {}
+        ready = []
+        for step in steps:
+            inputs = dict(step.inputs)
+            kept: dict[str, Extra] = {}
+            for name, prepared in step.fusion.prepared:
+                area = recording.scratch(FLOAT_BYTES, "a fused group")
+                value = DeviceArray(area.buffer, (), area.offset)
+                own = {
+                    key: v for key, v in step.inputs.items() if f"{{{key}}}" in prepared.expression
+                }
+                if any(isinstance(v, str) for v in own.values()):
+                    raise ValueError(f"{step.id}: a prepared scalar's inputs must be in memory")
+                self._record_shader(
+                    recording, [fused.Step(f"{step.id}.{name}", prepared, own, value)]
+                )
+                inputs[name] = value
+                kept[name] = Extra(value, _scalar)
+            if kept:
+                extras[step.id] = kept
+            ready.append(step._replace(inputs=inputs))
+        self._record_shader(recording, ready)
+        return RecordedGroup(recording.dispatches, extras)
+
+    def _record_shader(self, recording: Recording, steps: Sequence[fused.Step]) -> None:
         made = fused.shader(steps, self.geometry.subgroup_arithmetic)
         spirv = fused.spirv_of(made.source)
         anchor = steps[-1]
@@ -120,18 +166,15 @@ class Kernels(Closeable):
                 raise ValueError("a fused group's array is not aligned for a storage binding")
         combine = anchor.fusion.combine
         reduction = None if combine is None else Reduction(combine, combine, anchor.fusion.root)
-        bindings = [array.binding() for array in (*made.reads, *made.writes)]
-        recording = Recording(self._catalog, cmd, scratch, self._alignment)
         recording.fused(
             fused.pipeline_key(spirv),
             spirv,
-            bindings,
+            [array.binding() for array in (*made.reads, *made.writes)],
             numbers=made.numbers,
             count=_elements(steps),
             reduction=reduction,
             out=anchor.out,
         )
-        return Recorded(recording.dispatches)
 
     def records(self, op: str) -> bool:
         """Whether this device can record `op` (an op another package adds may have no

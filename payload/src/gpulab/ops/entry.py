@@ -102,11 +102,18 @@ class Fusion:
     element (a float, or a vec4 of four neighbours), a scalar input for a float. For an
     elementwise op it is the element of the result; for a reduction (`combine` set) it is the
     term of one element, which `combine` folds into one number, its square root taken last
-    when `root`. An op with a Fusion is either kind; any other op is never fused."""
+    when `root`. An op with a Fusion is either kind; any other op is never fused.
+
+    `prepared` names scalars an elementwise op needs of its whole input first (normalize's
+    norm): each is a reduction (a Fusion with `combine`) over the op's own inputs, run as its
+    own pass before the group's, read by `expression` as `{name}` and handed to the op's
+    `check` as the extra output of that name. The inputs of such an op are read from memory, so
+    their producers never join its group."""
 
     expression: str
     combine: Combine | None = None
     root: bool = False
+    prepared: tuple[tuple[str, Fusion], ...] = ()
 
     @property
     def reduces(self) -> bool:

@@ -167,6 +167,10 @@ NORMALIZE = OpEntry(
     bench=vector_bench(3, compare=_normalize_compare),
     host_errors_are_numerical=True,
     check=_normalize_check,
+    # The norm first (its own pass over x), then x / norm fuses like an elementwise op.
+    fusion=Fusion(
+        "{x} / {norm}", prepared=(("norm", Fusion("{x} * {x}", Combine.SUM, root=True)),)
+    ),
 )
 
 ENTRIES = (SUM, MAX, MIN, DOT, L2_NORM, NORMALIZE)
