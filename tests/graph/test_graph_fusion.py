@@ -121,6 +121,37 @@ def test_normalize_fuses_into_its_consumer_but_reads_its_input_from_memory() -> 
     assert _plan(document) == [(["s", "norm"], {"s", "norm"}), (["u", "total"], {"total"})]
 
 
+TWO_REDUCTIONS = [
+    _node("s", "saxpy", a="a", x="x", y="y"),
+    _node("t", "scale", x="s", a=-0.5),
+    _node("d", "dot", x="t", y="y"),
+    _node("total", "sum", x="t"),
+    _node("low", "min", x="t"),
+    _node("n", "l2_norm", x="t"),
+]
+
+
+def test_reductions_of_one_chain_join_its_group() -> None:
+    # d, total and low read t before n runs: they wait for n, so s and t are read once.
+    document = _graph(TWO_REDUCTIONS, ["d", "total", "low", "n"])
+    groups = _plan(document)
+    assert groups == [(["s", "t", "d", "total", "low", "n"], {"d", "total", "low", "n"})]
+
+
+def test_no_member_reads_a_reduction_of_its_own_group() -> None:
+    document = _graph(
+        [
+            _node("s", "add", x="x", y="y"),
+            _node("m", "max", x="s"),
+            _node("t", "scale", x="s", a="m"),
+            _node("n", "sum", x="t"),
+        ],
+        ["n"],
+    )
+    for ids, _ in _plan(document):
+        assert not {"m", "t"} <= set(ids), ids
+
+
 def test_groups_stay_within_the_binding_budget() -> None:
     nodes = [_node("v0", "add", x="x", y="y")]
     for index in range(1, 12):
@@ -283,6 +314,15 @@ def test_the_chain_fuses_and_matches(runners: tuple[Runner, Runner, Runner]) -> 
     fused = runners[0].run(load_graph(document))
     assert fused.fused == [["s", "t", "u", "n"]]
     compare(runners, document)
+
+
+def test_several_reductions_in_one_pass_match(runners: tuple[Runner, Runner, Runner]) -> None:
+    for n in (1, 5, N, 70_001):
+        document = _graph(TWO_REDUCTIONS, ["d", "total", "low", "n"], n)
+        document["inputs"]["M"] = {"type": "matrix", "fill": {"rows": 1, "cols": 1, "value": 1}}
+        fused = runners[0].run(load_graph(document))
+        assert fused.fused == [["s", "t", "d", "total", "low", "n"]]
+        compare(runners, document)
 
 
 def test_a_zero_norm_in_a_fused_normalize_is_still_a_numerical_error(

@@ -14,7 +14,9 @@ A producer joins its consumer's group when
 - the group stays within `most_bindings` storage buffers, and
 - no member with prepared scalars (Fusion.prepared: normalize's norm) reads it: those read
   their inputs from memory, in a pass before the group's.
-A member is written to memory only when something besides the group reads it, or when it
+Other reductions of the group's members scheduled before the anchor join too (they wait
+for it), so that two reductions of one chain read it once. A member is written to memory
+only when something besides the group reads it, or when it
 must be kept (`kept`: graph outputs, values another backend reads); otherwise it lives in
 registers only. A group of one node is no group: that node runs as it always does.
 """
@@ -63,7 +65,9 @@ def _prepares(node: Node) -> bool:
     return fusion is not None and bool(fusion.prepared)
 
 
-def _bindings(members: Collection[Node], written: Collection[str], reduces: bool) -> int:
+def _bindings(members: Collection[Node], written: Collection[str]) -> int:
+    """Storage buffers of the group's shader: arrays read, members written (a reduction's
+    partials among them), prepared scalars."""
     ids = {node.id for node in members}
     prepared = sum(len(fusion.prepared) for node in members if (fusion := fusion_of(node)))
     read = {
@@ -72,61 +76,153 @@ def _bindings(members: Collection[Node], written: Collection[str], reduces: bool
         for arg in node.inputs.given
         if isinstance(arg, Ref) and arg.name not in ids
     }
-    return len(read) + len(written) + prepared + (1 if reduces else 0)
+    return len(read) + len(written) + prepared
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """What the planner knows of the nodes: order, readers, what must be kept."""
+
+    position: dict[str, int]
+    by_id: dict[str, Node]
+    readers: dict[str, list[str]]
+    kept: Collection[str]
+    most_bindings: int
+
+    def fits(self, members: Collection[Node], anchor: Node) -> bool:
+        written = _written(members, self.readers, self.kept, anchor)
+        return _bindings(members, written) <= self.most_bindings
+
+    def early_readers(self, node_id: str, members: Collection[str], anchor: Node) -> bool:
+        """Whether a reader of `node_id` outside `members` runs before `anchor`."""
+        at = self.position[anchor.id]
+        return any(self.position[r] < at for r in self.readers[node_id] if r not in members)
+
+    def may_join(
+        self, node: Node, members: dict[str, Node], elements: tuple[int, ...], reduces: bool
+    ) -> bool:
+        """Whether `node` may join a group of `members` as a producer (`reduces` False) or as
+        a sibling reduction: its kind, its element count, and the prepared scalars' rule."""
+        joining = fusion_of(node)
+        if joining is None or joining.reduces != reduces:
+            return False
+        shape = _elements(node, self.by_id) if reduces else node.shape
+        if shape != elements:
+            return False
+        if joining.prepared and any(r in members for r in node.references):
+            return False
+        if any(_prepares(members[r]) for r in self.readers[node.id] if r in members):
+            return False
+        # A reduction's value exists only after the group's pass: no member reads one.
+        if reduces:
+            return not any(r in members for r in self.readers[node.id])
+        return not any(r in members and members[r].shape == () for r in node.references)
 
 
 def plan(
     nodes: Sequence[Node], kept: Collection[str], most_bindings: int = MOST_BINDINGS
 ) -> tuple[FusedGroup, ...]:
     """The fused groups of `nodes` (in schedule order), in the order their anchors run."""
-    position = {node.id: index for index, node in enumerate(nodes)}
-    by_id = {node.id: node for node in nodes}
     readers: dict[str, list[str]] = {node.id: [] for node in nodes}
     for node in nodes:
         for name in dict.fromkeys(node.references):
             if name in readers:
                 readers[name].append(node.id)
+    segment = _Segment(
+        {node.id: index for index, node in enumerate(nodes)},
+        {node.id: node for node in nodes},
+        readers,
+        kept,
+        most_bindings,
+    )
     assigned: set[str] = set()
     groups: list[FusedGroup] = []
     for anchor in reversed(nodes):
-        fusion = fusion_of(anchor)
-        if anchor.id in assigned or fusion is None:
+        if anchor.id in assigned or fusion_of(anchor) is None:
             continue
-        elements = _elements(anchor, by_id)
-        members = {anchor.id: anchor}
-        frontier = [anchor]
-        while frontier:
-            member = frontier.pop()
-            if _prepares(member):
-                continue  # its inputs are read from memory by its prepared reductions
-            for name in member.references:
-                producer = by_id.get(name)
-                if producer is None or producer.id in members or producer.id in assigned:
-                    continue
-                joining = fusion_of(producer)
-                if joining is None or joining.reduces or producer.shape != elements:
-                    continue
-                if joining.prepared and any(r in members for r in producer.references):
-                    continue
-                if any(_prepares(members[r]) for r in readers[producer.id] if r in members):
-                    continue
-                outside = [r for r in readers[producer.id] if r not in members]
-                if any(position[r] < position[anchor.id] for r in outside):
-                    continue
-                trial = {**members, producer.id: producer}
-                written = _written(trial.values(), readers, kept, anchor)
-                if _bindings(trial.values(), written, fusion.reduces) > most_bindings:
-                    continue
-                members = trial
-                frontier.append(producer)
+        members = _greedy(anchor, segment, assigned)
+        wider = _with_siblings(anchor, segment, assigned)
+        if wider is not None and len(wider) > len(members):
+            members = wider
         if len(members) < 2:
             continue
-        ordered = tuple(sorted(members.values(), key=lambda node: position[node.id]))
+        ordered = tuple(sorted(members.values(), key=lambda node: segment.position[node.id]))
         written = _written(ordered, readers, kept, anchor)
         groups.append(FusedGroup(ordered, frozenset(written)))
         assigned.update(members)
-    groups.sort(key=lambda group: position[group.anchor.id])
+    groups.sort(key=lambda group: segment.position[group.anchor.id])
     return tuple(groups)
+
+
+def _greedy(anchor: Node, segment: _Segment, assigned: Collection[str]) -> dict[str, Node]:
+    """The anchor and the producers that may join it, one at a time, each checked as it
+    joins."""
+    elements = _elements(anchor, segment.by_id)
+    members = {anchor.id: anchor}
+    frontier = [anchor]
+    while frontier:
+        member = frontier.pop()
+        if _prepares(member):
+            continue  # its inputs are read from memory by its prepared reductions
+        for name in member.references:
+            producer = segment.by_id.get(name)
+            if producer is None or producer.id in members or producer.id in assigned:
+                continue
+            if not segment.may_join(producer, members, elements, reduces=False):
+                continue
+            if segment.early_readers(producer.id, members, anchor):
+                continue
+            trial = {**members, producer.id: producer}
+            if not segment.fits(trial.values(), anchor):
+                continue
+            members = trial
+            frontier.append(producer)
+    return members
+
+
+def _with_siblings(
+    anchor: Node, segment: _Segment, assigned: Collection[str]
+) -> dict[str, Node] | None:
+    """The anchor, its producers and the other reductions of them (scheduled before the
+    anchor, they wait for it), all at once, less every node read early (before the anchor)
+    until none is; None when that is beyond the binding budget. Two reductions of one chain
+    then read it once (the greedy walk cannot take a chain that another reduction reads
+    before the anchor)."""
+    elements = _elements(anchor, segment.by_id)
+    members = {anchor.id: anchor}
+    changed = True
+    while changed:
+        changed = False
+        for member in list(members.values()):
+            for name in () if _prepares(member) else member.references:
+                producer = segment.by_id.get(name)
+                if producer is None or producer.id in members or producer.id in assigned:
+                    continue
+                if segment.may_join(producer, members, elements, reduces=False):
+                    members[producer.id] = producer
+                    changed = True
+        for member in list(members.values()):
+            for reader in segment.readers[member.id]:
+                if reader in members or reader in assigned:
+                    continue
+                if segment.position[reader] > segment.position[anchor.id]:
+                    continue
+                node = segment.by_id[reader]
+                if segment.may_join(node, members, elements, reduces=True):
+                    members[reader] = node
+                    changed = True
+    early = [anchor.id]
+    while early:
+        early = [
+            node_id
+            for node_id in members
+            if node_id != anchor.id and segment.early_readers(node_id, members, anchor)
+        ]
+        for node_id in early:
+            del members[node_id]
+    if not segment.fits(members.values(), anchor):
+        return None
+    return members
 
 
 def _elements(anchor: Node, by_id: dict[str, Node]) -> tuple[int, ...]:
@@ -147,5 +243,8 @@ def _written(
     return {
         node.id
         for node in members
-        if node.id == anchor.id or node.id in kept or any(r not in ids for r in readers[node.id])
+        if node.id == anchor.id
+        or node.id in kept
+        or node.shape == ()  # a reduction's value: written where its partials end
+        or any(r not in ids for r in readers[node.id])
     }

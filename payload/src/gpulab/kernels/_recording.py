@@ -263,38 +263,40 @@ class Recording:
         *,
         numbers: Sequence[float],
         count: int,
-        reduction: Reduction | None,
-        out: DeviceArray,
+        reductions: Sequence[tuple[Reduction, DeviceArray]],
     ) -> None:
         """A fused group's shader (gpulab.kernels.fused, SPIR-V `spirv` cached as `key`) over
-        `count` elements in one binding each: one dispatch, or, ending in `reduction`, its first
-        pass into `out`'s levels and the packaged shader's combining passes."""
+        `count` elements in one binding each: one dispatch, then each reduction's combining
+        passes (the packaged shader's) from its partials down to its scalar."""
         vec4 = all(offset % 16 == 0 for _, offset, _ in bindings)
         size = self.geometry.workgroup_size
-        if reduction is None:
+        if not reductions:
             items = -(-count // 4) if vec4 else count
             push = struct.pack(f"<II{len(numbers)}f", count, vec4, *numbers)
             groups = (self.groups(items), 1, 1)
             self.dispatch(key, ((0, size),), bindings, push, groups, spirv=spirv)
             self.barrier()
             return
-        targets = self._levels(count, out, key)
-        first = targets[0]
-        push = struct.pack(
-            f"<IIII{len(numbers)}f", count, vec4, 0, reduction.root and first is out, *numbers
-        )
-        self.dispatch(
-            key,
-            ((0, size), (1, reduction.first)),
-            (*bindings, first.binding()),
-            push,
-            (self._pass_groups(count), 1, 1),
-            spirv=spirv,
-        )
+        levels = [self._levels(count, out, key) for _, out in reductions]
+        roots = [
+            reduction.root and targets[0] is out
+            for (reduction, out), targets in zip(reductions, levels, strict=True)
+        ]
+        if len(reductions) == 1:  # reduce.glsl's first pass
+            specialization: Specialization = ((0, size), (1, reductions[0][0].first))
+            push = struct.pack(f"<IIII{len(numbers)}f", count, vec4, 0, roots[0], *numbers)
+        else:
+            specialization = ((0, size),)
+            finish = sum(1 << k for k, root in enumerate(roots) if root)
+            push = struct.pack(f"<III{len(numbers)}f", count, vec4, finish, *numbers)
+        partials = [targets[0].binding() for targets in levels]
+        groups = (self._pass_groups(count), 1, 1)
+        self.dispatch(key, specialization, (*bindings, *partials), push, groups, spirv=spirv)
         self.barrier()
-        for source, target in itertools.pairwise(targets):
-            root = reduction.root and target is out
-            self._reduce_pass(reduction.combine, source, None, target, root)
+        for (reduction, out), targets in zip(reductions, levels, strict=True):
+            for source, target in itertools.pairwise(targets):
+                root = reduction.root and target is out
+                self._reduce_pass(reduction.combine, source, None, target, root)
 
     def matvec(self, a: DeviceArray, x: DeviceArray, out: DeviceArray) -> None:
         m, n = a.shape

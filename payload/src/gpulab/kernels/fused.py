@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from gpulab.kernels.array import DeviceArray
-from gpulab.ops.entry import Fusion
+from gpulab.ops.entry import Combine, Fusion
 from gpulab.ops.user_kernel import compile_source, compiler
 
 Operand = str | DeviceArray | float
@@ -53,7 +53,10 @@ class Shader(NamedTuple):
     writes: tuple[DeviceArray, ...]
     numbers: tuple[float, ...]
     """The push constants after the header, in order."""
-    reduces: bool
+    reductions: tuple[int, ...]
+    """The steps that are reductions, by index: each has partials bound after the writes.
+    One is shaders/reduce.glsl's first pass (push: n, vec4_ok, out_index, finish); several
+    are this module's own (push: n, vec4_ok, a bit per reduction to take its square root)."""
 
 
 def unavailable() -> str | None:
@@ -178,34 +181,52 @@ def _buffers(operands: _Operands, written: int) -> list[str]:
 
 def shader(steps: Sequence[Step], subgroups: bool) -> Shader:
     """The generated shader of a group (the last step is the anchor)."""
-    anchor = steps[-1]
     operands = _Operands(steps)
     vec4_lines = _body(steps, operands, True)
     float_lines = _body(steps, operands, False)
     numbers = tuple(operands.numbers.values())
     writes = tuple(step.out for step in steps if step.out is not None and not step.fusion.reduces)
+    reductions = tuple(index for index, step in enumerate(steps) if step.fusion.reduces)
     params = "".join(f" float s{index};" for index in range(len(numbers)))
-    result = f"v{len(steps) - 1}"
     ops = " -> ".join(_PLACEHOLDER.sub("_", step.fusion.expression) for step in steps)
     head = [
         "#version 450",
         f"// gpulab.kernels.fused: {ops} (includes {_includes_digest()})",
+        "#extension GL_GOOGLE_include_directive : require",
     ]
     buffers = _buffers(operands, len(writes))
-    if anchor.fusion.reduces:
+    first_partial = _count(operands) + len(writes)
+    if len(reductions) == 1:
+        result = f"v{reductions[0]}"
         term4 = " ".join(vec4_lines) + f" return {result};"
         term = " ".join(float_lines) + f" return {result};"
         lines = [
             *head,
-            "#extension GL_GOOGLE_include_directive : require",
             *(["#extension GL_KHR_shader_subgroup_arithmetic : require"] if subgroups else []),
             f"#define USE_SUBGROUP {int(subgroups)}",
             *buffers,
-            f"layout(std430, set = 0, binding = {_count(operands) + len(writes)}) buffer Out "
+            f"layout(std430, set = 0, binding = {first_partial}) buffer Out "
             "{ float partial[]; };",
             *([f"#define FUSED_PARAMS{params}"] if numbers else []),
             f"#define FUSED_TERMS vec4 term4(uint i) {{ {term4} }} float term(uint i) {{ {term} }}",
             '#include "reduce.glsl"',
+        ]
+    elif reductions:
+        combines = [steps[index].fusion.combine for index in reductions]
+        lines = [
+            *head,
+            '#include "float_bits.glsl"',
+            "layout(local_size_x_id = 0) in;",
+            *buffers,
+            *(
+                f"layout(std430, set = 0, binding = {first_partial + k}) writeonly buffer P{k} "
+                f"{{ float p{k}[]; }};"
+                for k in range(len(reductions))
+            ),
+            "layout(push_constant) uniform Params "
+            f"{{ uint n; uint vec4_ok; uint finish;{params} }};",
+            *_group_reductions(sorted({c for c in combines if c is not None})),
+            *_many_main(reductions, combines, vec4_lines, float_lines),
         ]
     else:
         lines = [
@@ -230,7 +251,111 @@ def shader(steps: Sequence[Step], subgroups: bool) -> Shader:
             "}",
         ]
     reads = (*operands.array_values, *operands.scalar_values)
-    return Shader("\n".join(lines) + "\n", reads, writes, numbers, anchor.fusion.reduces)
+    return Shader("\n".join(lines) + "\n", reads, writes, numbers, reductions)
+
+
+# Per combine (gpulab.ops.entry.Combine, by value): identity, accumulate, fold of a vec4, and
+# the NaN-propagating combine of two partials (min and max: as shaders/reduce.glsl, a NaN
+# anywhere gives NaN, tracked by the largest magnitude bits).
+_IDENTITY = ("0.0", "infinity()", "-infinity()")
+_ACCUMULATE = ("{a} + {v}", "min({a}, {v})", "max({a}, {v})")
+_FOLD = (
+    "({a}.x + {a}.y) + ({a}.z + {a}.w)",
+    "min(min({a}.x, {a}.y), min({a}.z, {a}.w))",
+    "max(max({a}.x, {a}.y), max({a}.z, {a}.w))",
+)
+_COMBINE = (
+    "return a + b;",
+    "return (is_nan(a) || is_nan(b)) ? quiet_nan() : min(a, b);",
+    "return (is_nan(a) || is_nan(b)) ? quiet_nan() : max(a, b);",
+)
+
+
+def _group_reductions(combines: Sequence[Combine]) -> list[str]:
+    """A shared-memory workgroup reduction per combine used (as shaders/group_reduce.glsl,
+    one float per invocation, the result valid in every invocation)."""
+    lines = ["shared float partials[gl_WorkGroupSize.x];"]
+    for combine in combines:
+        code = int(combine)
+        lines += [
+            f"float combine{code}(float a, float b) {{ {_COMBINE[code]} }}",
+            f"float group_reduce{code}(float value) {{",
+            "    uint lid = gl_LocalInvocationID.x;",
+            "    uint count = gl_WorkGroupSize.x;",
+            "    partials[lid] = value;",
+            "    memoryBarrierShared();",
+            "    barrier();",
+            "    uint width = 1;",
+            "    while (width < count) { width <<= 1; }",
+            "    for (uint half_width = width >> 1; half_width > 0; half_width >>= 1) {",
+            "        if (lid < half_width && lid + half_width < count) {",
+            "            partials[lid] = "
+            f"combine{code}(partials[lid], partials[lid + half_width]);",
+            "        }",
+            "        memoryBarrierShared();",
+            "        barrier();",
+            "    }",
+            "    float total = partials[0];",
+            "    barrier();",
+            "    return total;",
+            "}",
+        ]
+    return lines
+
+
+def _many_main(
+    reductions: Sequence[int],
+    combines: Sequence[Combine | None],
+    vec4_lines: Sequence[str],
+    float_lines: Sequence[str],
+) -> list[str]:
+    """main() of a group with several reductions: each invocation accumulates every one over
+    its grid-stride share, then each is reduced over the workgroup into its partials."""
+    codes = [int(c) if c is not None else 0 for c in combines]
+    extreme = [code != 0 for code in codes]
+    lines = [
+        "void main() {",
+        "    uint gid = gl_GlobalInvocationID.x;",
+        "    uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;",
+        "    uint first_scalar = 0;",
+    ]
+    for k, code in enumerate(codes):
+        lines.append(f"    vec4 a{k} = vec4({_IDENTITY[code]});")
+        lines.append(f"    uvec4 m{k} = uvec4(0u);")
+    step_vec4 = []
+    step_float = []
+    for k, (index, code) in enumerate(zip(reductions, codes, strict=True)):
+        step_vec4.append(f"a{k} = {_ACCUMULATE[code].format(a=f'a{k}', v=f'v{index}')};")
+        step_float.append(f"a{k}.x = {_ACCUMULATE[code].format(a=f'a{k}.x', v=f'v{index}')};")
+        if extreme[k]:
+            step_vec4.append(f"m{k} = max(m{k}, magnitude_bits(v{index}));")
+            step_float.append(f"m{k}.x = max(m{k}.x, magnitude_bits(v{index}));")
+    lines += [
+        "    if (vec4_ok != 0) {",
+        "        uint n4 = n / 4;",
+        "        for (uint i = gid; i < n4; i += stride) {",
+        *(f"            {line}" for line in (*vec4_lines, *step_vec4)),
+        "        }",
+        "        first_scalar = 4 * n4;",
+        "    }",
+        "    for (uint i = first_scalar + gid; i < n; i += stride) {",
+        *(f"        {line}" for line in (*float_lines, *step_float)),
+        "    }",
+    ]
+    for k, code in enumerate(codes):
+        lines.append(f"    float r{k} = {_FOLD[code].format(a=f'a{k}')};")
+        if extreme[k]:
+            lines.append(
+                f"    if (is_nan_magnitude(max(max(m{k}.x, m{k}.y), max(m{k}.z, m{k}.w)))) "
+                f"{{ r{k} = quiet_nan(); }}"
+            )
+        lines.append(f"    r{k} = group_reduce{code}(r{k});")
+        lines.append(
+            f"    if (gl_LocalInvocationID.x == 0) {{ p{k}[gl_WorkGroupID.x] = "
+            f"(finish & {1 << k}u) != 0u ? sqrt(r{k}) : r{k}; }}"
+        )
+    lines.append("}")
+    return lines
 
 
 def _count(operands: _Operands) -> int:

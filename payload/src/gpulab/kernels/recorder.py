@@ -159,21 +159,22 @@ class Kernels(Closeable):
     def _record_shader(self, recording: Recording, steps: Sequence[fused.Step]) -> None:
         made = fused.shader(steps, self.geometry.subgroup_arithmetic)
         spirv = fused.spirv_of(made.source)
-        anchor = steps[-1]
-        assert anchor.out is not None, "a fused group's anchor is written"
-        for array in (*made.reads, *made.writes, anchor.out):
+        for array in (*made.reads, *made.writes, *(step.out for step in steps if step.out)):
             if array.offset % self._offset_alignment:
                 raise ValueError("a fused group's array is not aligned for a storage binding")
-        combine = anchor.fusion.combine
-        reduction = None if combine is None else Reduction(combine, combine, anchor.fusion.root)
+        reductions = []
+        for index in made.reductions:
+            step = steps[index]
+            combine, out = step.fusion.combine, step.out
+            assert combine is not None and out is not None, "a reduction step is written"
+            reductions.append((Reduction(combine, combine, step.fusion.root), out))
         recording.fused(
             fused.pipeline_key(spirv),
             spirv,
             [array.binding() for array in (*made.reads, *made.writes)],
             numbers=made.numbers,
             count=_elements(steps),
-            reduction=reduction,
-            out=anchor.out,
+            reductions=reductions,
         )
 
     def records(self, op: str) -> bool:
