@@ -5,6 +5,7 @@ by the validation layer (the fused shaders' barriers included)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -340,6 +341,27 @@ def test_a_zero_norm_in_a_fused_normalize_is_still_a_numerical_error(
     for runner in runners:
         with pytest.raises(NumericalError, match="norm 0"):
             runner.run(load_graph(document))
+
+
+def test_gpulab_run_no_fuse(tmp_path: Path) -> None:
+    if not has_vulkan():
+        pytest.skip("no Vulkan device")
+    from tests.payload.test_cli import gpulab  # noqa: PLC0415 - the CLI suite's runner
+
+    graph = tmp_path / "chain.json"
+    graph.write_text(json.dumps(_graph(TWO_REDUCTIONS, ["d", "n"])))
+    results = {}
+    for flags in ((), ("--no-fuse",)):
+        done = gpulab("run", str(graph), "--backend", "vulkan", *flags)
+        assert done.returncode == 0, done.stderr
+        results[flags] = json.loads(done.stdout)
+    fused, unfused = results[()], results[("--no-fuse",)]
+    assert fused["fusion"] == "on" and fused["fused"] == [["s", "t", "d", "total", "low", "n"]]
+    assert unfused["fusion"] == "off (--no-fuse)" and unfused["fused"] == []
+    assert fused["timing"]["dispatches"] < unfused["timing"]["dispatches"]
+    for name in ("d", "n"):
+        want = unfused["outputs"][name]["value"]
+        assert abs(fused["outputs"][name]["value"] - want) <= 1e-5 * (1 + abs(want))
 
 
 def test_without_a_compiler_fusion_is_off_and_says_why(

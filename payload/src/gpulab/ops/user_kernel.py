@@ -13,6 +13,7 @@ cached by the sha256 of the source and the flags under $XDG_CACHE_HOME/gpulab/sp
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -71,12 +72,19 @@ def cache_dir() -> Path:
 
 def compiler() -> list[str] | None:
     """The argv prefix of the GLSL compiler found on PATH (glslc first), or None."""
-    glslc = shutil.which("glslc")
+    found = _compiler_on(os.environ.get("PATH", os.defpath))
+    return list(found) if found is not None else None
+
+
+@functools.lru_cache(maxsize=8)
+def _compiler_on(path: str) -> tuple[str, ...] | None:
+    """compiler() for this PATH (looked up once per PATH: recording asks for every group)."""
+    glslc = shutil.which("glslc", path=path)
     if glslc:
-        return [glslc, f"--target-env={TARGET_ENV}", "-fshader-stage=compute"]
-    glslang = shutil.which("glslangValidator")
+        return (glslc, f"--target-env={TARGET_ENV}", "-fshader-stage=compute")
+    glslang = shutil.which("glslangValidator", path=path)
     if glslang:
-        return [glslang, "-V", "--target-env", TARGET_ENV, "-S", "comp"]
+        return (glslang, "-V", "--target-env", TARGET_ENV, "-S", "comp")
     return None
 
 
