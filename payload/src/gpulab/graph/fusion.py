@@ -88,6 +88,14 @@ class _Segment:
     readers: dict[str, list[str]]
     kept: Collection[str]
     most_bindings: int
+    fusions: dict[str, Fusion | None]
+    """Each node's Fusion, looked up once."""
+    refs: dict[str, tuple[str, ...]]
+    """Each node's references, made once."""
+
+    def prepares(self, node_id: str) -> bool:
+        fusion = self.fusions[node_id]
+        return fusion is not None and bool(fusion.prepared)
 
     def fits(self, members: Collection[Node], anchor: Node) -> bool:
         written = _written(members, self.readers, self.kept, anchor)
@@ -103,20 +111,21 @@ class _Segment:
     ) -> bool:
         """Whether `node` may join a group of `members` as a producer (`reduces` False) or as
         a sibling reduction: its kind, its element count, and the prepared scalars' rule."""
-        joining = fusion_of(node)
+        joining = self.fusions[node.id]
         if joining is None or joining.reduces != reduces:
             return False
         shape = _elements(node, self.by_id) if reduces else node.shape
         if shape != elements:
             return False
-        if joining.prepared and any(r in members for r in node.references):
+        refs = self.refs[node.id]
+        if joining.prepared and any(r in members for r in refs):
             return False
-        if any(_prepares(members[r]) for r in self.readers[node.id] if r in members):
+        if any(self.prepares(r) for r in self.readers[node.id] if r in members):
             return False
         # A reduction's value exists only after the group's pass: no member reads one.
         if reduces:
             return not any(r in members for r in self.readers[node.id])
-        return not any(r in members and members[r].shape == () for r in node.references)
+        return not any(r in members and members[r].shape == () for r in refs)
 
 
 def plan(
@@ -128,20 +137,27 @@ def plan(
         for name in dict.fromkeys(node.references):
             if name in readers:
                 readers[name].append(node.id)
+    fusions = {node.id: fusion_of(node) for node in nodes}
+    if not any(fusions.values()):
+        return ()
     segment = _Segment(
         {node.id: index for index, node in enumerate(nodes)},
         {node.id: node for node in nodes},
         readers,
         kept,
         most_bindings,
+        fusions,
+        {node.id: node.references for node in nodes},
     )
+    # Siblings only where two reductions could share a pass.
+    siblings = sum(1 for f in fusions.values() if f is not None and f.reduces) > 1
     assigned: set[str] = set()
     groups: list[FusedGroup] = []
     for anchor in reversed(nodes):
-        if anchor.id in assigned or fusion_of(anchor) is None:
+        if anchor.id in assigned or fusions[anchor.id] is None:
             continue
         members = _greedy(anchor, segment, assigned)
-        wider = _with_siblings(anchor, segment, assigned)
+        wider = _with_siblings(anchor, segment, assigned) if siblings else None
         if wider is not None and len(wider) > len(members):
             members = wider
         if len(members) < 2:
@@ -162,9 +178,9 @@ def _greedy(anchor: Node, segment: _Segment, assigned: Collection[str]) -> dict[
     frontier = [anchor]
     while frontier:
         member = frontier.pop()
-        if _prepares(member):
+        if segment.prepares(member.id):
             continue  # its inputs are read from memory by its prepared reductions
-        for name in member.references:
+        for name in segment.refs[member.id]:
             producer = segment.by_id.get(name)
             if producer is None or producer.id in members or producer.id in assigned:
                 continue
@@ -190,27 +206,26 @@ def _with_siblings(
     before the anchor)."""
     elements = _elements(anchor, segment.by_id)
     members = {anchor.id: anchor}
-    changed = True
-    while changed:
-        changed = False
-        for member in list(members.values()):
-            for name in () if _prepares(member) else member.references:
-                producer = segment.by_id.get(name)
-                if producer is None or producer.id in members or producer.id in assigned:
-                    continue
-                if segment.may_join(producer, members, elements, reduces=False):
-                    members[producer.id] = producer
-                    changed = True
-        for member in list(members.values()):
-            for reader in segment.readers[member.id]:
-                if reader in members or reader in assigned:
-                    continue
-                if segment.position[reader] > segment.position[anchor.id]:
-                    continue
-                node = segment.by_id[reader]
-                if segment.may_join(node, members, elements, reduces=True):
-                    members[reader] = node
-                    changed = True
+    frontier = [anchor]
+    while frontier:
+        member = frontier.pop()
+        producers = () if segment.prepares(member.id) else segment.refs[member.id]
+        for name in producers:
+            producer = segment.by_id.get(name)
+            if producer is None or producer.id in members or producer.id in assigned:
+                continue
+            if segment.may_join(producer, members, elements, reduces=False):
+                members[producer.id] = producer
+                frontier.append(producer)
+        for reader in segment.readers[member.id]:
+            if reader in members or reader in assigned:
+                continue
+            if segment.position[reader] > segment.position[anchor.id]:
+                continue
+            node = segment.by_id[reader]
+            if segment.may_join(node, members, elements, reduces=True):
+                members[reader] = node
+                frontier.append(node)
     early = [anchor.id]
     while early:
         early = [
