@@ -124,7 +124,10 @@ def scalars(label: str, stdout: str, workdir: Path, n: int) -> dict[str, Any]:
     backend = "vulkan-no-fuse" if label == NO_FUSE else label.split()[1]
     result = json.loads((workdir / f"result-{n}-{backend}.json").read_text())
     values = {name: result["outputs"][name]["value"] for name in ("norm", "total")}
-    return values | {"timing": result["timing"], "device": result["device"].get("name")}
+    about = {"timing": result["timing"], "device": result["device"].get("name")}
+    if "fusion" in result:
+        about |= {"fusion": result["fusion"], "fused": result["fused"]}
+    return values | about
 
 
 def measure(n: int, repeats: int, workdir: Path, python: str, with_torch: bool) -> dict[str, Any]:

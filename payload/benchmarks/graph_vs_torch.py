@@ -66,6 +66,7 @@ def vulkan_times(
         "recordings": recorded,
         "device": result.device,
         "dispatches": result.dispatches,
+        "fusion": result.fusion,
         "fused": result.fused,
     }
     return gpu_ms, outputs, about
