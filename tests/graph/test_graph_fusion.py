@@ -343,6 +343,39 @@ def test_a_zero_norm_in_a_fused_normalize_is_still_a_numerical_error(
             runner.run(load_graph(document))
 
 
+def test_normalize_reuses_an_l2_norm_of_its_input(runners: tuple[Runner, Runner, Runner]) -> None:
+    nodes = [
+        _node("s", "saxpy", a="a", x="x", y="y"),
+        _node("n", "l2_norm", x="s"),
+        _node("u", "normalize", x="s"),
+        _node("t", "sum", x="u"),
+    ]
+    graph = load_graph(_graph(nodes, ["t"]))
+    groups = plan(tuple(graph.nodes.values()), graph.outputs)
+    assert [(g.ids, g.reused) for g in groups] == [
+        (("s", "n"), ()),
+        (("u", "t"), (("u", "norm", "n"),)),
+    ]
+    compare(runners, _graph(nodes, ["t"]))
+    fused = runners[0].run(graph)
+    unfused = runners[1].run(graph)
+    assert fused.dispatches is not None and unfused.dispatches is not None
+    assert fused.dispatches < unfused.dispatches - 2  # no second norm, no division pass
+    # n is read after the run (as u's norm), so a zero norm is still found.
+    zero = _graph(
+        [
+            _node("z", "scale", x="x", a=0.0),
+            _node("n", "l2_norm", x="z"),
+            _node("u", "normalize", x="z"),
+            _node("t", "sum", x="u"),
+        ],
+        ["t"],
+    )
+    for runner in runners:
+        with pytest.raises(NumericalError, match="norm 0"):
+            runner.run(load_graph(zero))
+
+
 def test_gpulab_run_no_fuse(tmp_path: Path) -> None:
     if not has_vulkan():
         pytest.skip("no Vulkan device")

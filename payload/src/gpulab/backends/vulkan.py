@@ -82,7 +82,8 @@ def physical_device(index: int) -> PhysicalDevice:
 
 
 def _holding(array: DeviceArray, scratch: list[Allocation]) -> Allocation:
-    """The scratch allocation `array` lies in (an op's extra output is in its scratch)."""
+    """The allocation `array` lies in (an op's extra output is in its scratch, or a value
+    kept to the end of the run)."""
     for allocation in scratch:
         if allocation.buffer is array.buffer:
             return allocation
@@ -151,6 +152,9 @@ class _Recording:
             cmd.write_timestamp(self.queries, 1)
         passing: dict[str, Allocation] = {}
         member_of = {node_id: group for group in self.groups for node_id in group.ids}
+        # A value a group reuses as a prepared scalar is an extra output of that group's
+        # member, read after the run: it stays held to the end.
+        pinned = {node_id for group in self.groups for _, _, node_id in group.reused}
         # While a group is open (a member seen, its anchor not yet recorded), no value goes
         # back to the pool: the group's shader, recorded at the anchor, still reads them.
         open_groups: set[int] = set()
@@ -159,7 +163,7 @@ class _Recording:
             group = member_of.get(node.id)
             if group is None or node.id in group.written:
                 allocation = self._acquire(node.shape, f"node {node.id}")
-                if node.id in segment.exports:
+                if node.id in segment.exports or node.id in pinned:
                     self.held[node.id] = allocation
                 else:
                     passing[node.id] = allocation
@@ -227,8 +231,11 @@ class _Recording:
             }
             out = arrays[node.id] if node.id in group.written else None
             steps.append(Step(node.id, fusion, inputs, out))
+        given = {(member, name): arrays[node_id] for member, name, node_id in group.reused}
         try:
-            recorded = self.executor.kernels.record_fused(self.command, steps, scratch=take)
+            recorded = self.executor.kernels.record_fused(
+                self.command, steps, scratch=take, given=given
+            )
         except ValueError as exc:
             for used in scratch:
                 self.pool.release(used)
@@ -237,7 +244,8 @@ class _Recording:
         for node in group.nodes:
             extras = recorded.extras.get(node.id)
             if extras:
-                kept = {name: (_holding(x.array, scratch), x) for name, x in extras.items()}
+                places = [*scratch, *self.held.values()]
+                kept = {name: (_holding(x.array, places), x) for name, x in extras.items()}
                 self.extras.append((node, kept))
                 held.extend(allocation for allocation, _ in kept.values())
         for used in scratch:

@@ -23,6 +23,7 @@ registers only. A group of one node is no group: that node runs as it always doe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -30,6 +31,8 @@ from gpulab.graph.model import Node, Ref
 from gpulab.ops.entry import Fusion
 from gpulab.ops.registry import find
 
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+"""An input named in a Fusion expression."""
 MOST_BINDINGS = 8
 """Storage buffers one fused shader may bind (arrays read, members written, the partials);
 Vulkan guarantees only 4 per stage, and every device gpulab targets has far more."""
@@ -43,6 +46,10 @@ class FusedGroup:
     """The members in schedule order; the last is the anchor."""
     written: frozenset[str]
     """The members whose values go to memory (the anchor always does)."""
+    reused: tuple[tuple[str, str, str], ...] = ()
+    """(member, prepared scalar, node): a prepared scalar (normalize's norm) that a node
+    recorded before the group already computes (an l2_norm of the same input), read from that
+    node's value instead of a pass of its own; that value is kept to the end of the run."""
 
     @property
     def anchor(self) -> Node:
@@ -167,7 +174,32 @@ def plan(
         groups.append(FusedGroup(ordered, frozenset(written)))
         assigned.update(members)
     groups.sort(key=lambda group: segment.position[group.anchor.id])
-    return tuple(groups)
+    return tuple(_with_reuse(group, groups, segment) for group in groups)
+
+
+def _with_reuse(group: FusedGroup, groups: Sequence[FusedGroup], segment: _Segment) -> FusedGroup:
+    """`group` with the prepared scalars that earlier nodes already compute (FusedGroup.reused):
+    a node with the prepared reduction's own Fusion over the same inputs, recorded before the
+    group (not in it, and not in a group recorded later)."""
+    anchor_at = segment.position[group.anchor.id]
+    recorded_at = {node_id: segment.position[g.anchor.id] for g in groups for node_id in g.ids}
+    reused = []
+    for member in group.nodes:
+        fusion = segment.fusions[member.id]
+        for name, prepared in fusion.prepared if fusion is not None else ():
+            names = set(_PLACEHOLDER.findall(prepared.expression))
+            wanted = {key: member.inputs[key] for key in names}
+            for other in segment.by_id.values():
+                at = recorded_at.get(other.id, segment.position[other.id])
+                if (
+                    segment.fusions[other.id] == prepared
+                    and at < anchor_at
+                    and other.id not in group.ids
+                    and {key: other.inputs[key] for key in names} == wanted
+                ):
+                    reused.append((member.id, name, other.id))
+                    break
+    return FusedGroup(group.nodes, group.written, tuple(reused)) if reused else group
 
 
 def _greedy(anchor: Node, segment: _Segment, assigned: Collection[str]) -> dict[str, Node]:

@@ -124,13 +124,19 @@ class Kernels(Closeable):
         return None
 
     def record_fused(
-        self, cmd: CommandBuffer, steps: Sequence[fused.Step], *, scratch: Scratch | None = None
+        self,
+        cmd: CommandBuffer,
+        steps: Sequence[fused.Step],
+        *,
+        scratch: Scratch | None = None,
+        given: Mapping[tuple[str, str], DeviceArray] | None = None,
     ) -> RecordedGroup:
         """Append a fused group (`cannot_fuse` first): each step's prepared scalars (a pass of
         their own each), then the group's shader (and a reduction's combining passes), then a
         compute->compute barrier. The last step is the anchor, whose `out` receives its value;
         the other steps with an `out` are written too. The prepared scalars are returned as
-        the extra outputs of their steps (normalize's norm, which its entry checks)."""
+        the extra outputs of their steps (normalize's norm, which its entry checks); those in
+        `given` (by step id and name) are read from there instead of computed again."""
         recording = Recording(self._catalog, cmd, scratch, self._alignment)
         extras: dict[str, Extras] = {}
         ready = []
@@ -138,6 +144,11 @@ class Kernels(Closeable):
             inputs = dict(step.inputs)
             kept: dict[str, Extra] = {}
             for name, prepared in step.fusion.prepared:
+                known = (given or {}).get((step.id, name))
+                if known is not None:  # computed before, by a node of the same reduction
+                    inputs[name] = known
+                    kept[name] = Extra(known, _scalar)
+                    continue
                 area = recording.scratch(FLOAT_BYTES, "a fused group")
                 value = DeviceArray(area.buffer, (), area.offset)
                 own = {
