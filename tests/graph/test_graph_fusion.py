@@ -285,7 +285,7 @@ _SETTINGS = settings(
 )
 
 
-@_SETTINGS
+@settings(_SETTINGS, max_examples=60)
 @given(document=chains())
 def test_fused_chains_equal_unfused_and_cpu(
     runners: tuple[Runner, Runner, Runner], document: dict[str, Any]
