@@ -11,10 +11,12 @@ start, imports, input generation, the run, the result), timed from spawn to exit
 warm-up each, the commands take turns repeat by repeat, so a drifting machine slows all alike.
 The numpy script makes the inputs as the graph format defines them; the torch script (only
 where torch imports; on CUDA when available) draws its inputs on its device with torch's own
-generator. Prints a table of median wall seconds with the ratios issue 16 sets targets for, and
-writes every run (and gpulab's `timing` phases) as JSON. `--python` names the interpreter of
-the gpulab runs and the numpy script (a worker's: gpulab's own venv, whose start-up a machine's
-torch venv, with its .pth hooks, would slow); the torch script runs in this one.
+generator. The vulkan backend runs twice: fused (the default) and with `--no-fuse`. Prints a
+table of median wall seconds with the ratios issue 16 sets targets for and each vulkan run's
+dispatches, and writes every run (and gpulab's `timing` phases) as JSON. `--python` names the
+interpreter of the gpulab runs and the numpy script (a worker's: gpulab's own venv, whose
+start-up a machine's torch venv, with its .pth hooks, would slow); the torch script runs in
+this one.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 BACKENDS = ("cpu", "native", "vulkan")
+NO_FUSE = "gpulab vulkan --no-fuse"
 SCALE = 2.0
 
 NUMPY_SCRIPT = f"""
@@ -94,6 +97,10 @@ def commands(n: int, workdir: Path, python: str, with_torch: bool) -> dict[str, 
         ]
         for backend in BACKENDS
     }
+    argv[NO_FUSE] = [
+        *(python, "-m", "gpulab", "run", str(graph), "--backend", "vulkan", "--no-fuse"),
+        *("-o", str(workdir / f"result-{n}-vulkan-no-fuse.json")),
+    ]
     argv["numpy script"] = [python, "-c", NUMPY_SCRIPT, str(n)]
     if with_torch:
         argv["torch script"] = [sys.executable, "-c", TORCH_SCRIPT, str(n)]
@@ -114,10 +121,13 @@ def scalars(label: str, stdout: str, workdir: Path, n: int) -> dict[str, Any]:
     """The two scalars a contender computed (gpulab's from its result file), with its timing."""
     if not label.startswith("gpulab "):
         return dict(json.loads(stdout))
-    backend = label.split()[1]
+    backend = "vulkan-no-fuse" if label == NO_FUSE else label.split()[1]
     result = json.loads((workdir / f"result-{n}-{backend}.json").read_text())
     values = {name: result["outputs"][name]["value"] for name in ("norm", "total")}
-    return values | {"timing": result["timing"], "device": result["device"].get("name")}
+    about = {"timing": result["timing"], "device": result["device"].get("name")}
+    if "fusion" in result:
+        about |= {"fusion": result["fusion"], "fused": result["fused"]}
+    return values | about
 
 
 def measure(n: int, repeats: int, workdir: Path, python: str, with_torch: bool) -> dict[str, Any]:
@@ -162,14 +172,22 @@ def log2(n: int) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    """Markdown: median wall seconds of each contender, then vulkan's speed-up over each."""
+    """Markdown: median wall seconds of each contender, then vulkan's speed-up over each, then
+    the dispatches of the vulkan runs (fused, and --no-fuse)."""
     labels, others = list(rows[0]["median_s"]), list(rows[0]["vulkan_speedup"])
-    header = [*(f"{label} s" for label in labels), *(f"{label} / vulkan" for label in others)]
+    counted = [label for label in labels if label.startswith("gpulab vulkan")]
+    header = [
+        *(f"{label} s" for label in labels),
+        *(f"{label} / vulkan" for label in others),
+        *(f"{label} dispatches" for label in counted),
+    ]
     lines = ["| n | " + " | ".join(header) + " |", "|---|" + "---:|" * len(header)]
     for row in rows:
+        timing = row["timing_median_ms"]
         cells = [
             *(f"{row['median_s'][label]:.3f}" for label in labels),
             *(f"{row['vulkan_speedup'][label]:.2f}" for label in others),
+            *(f"{timing.get(label, {}).get('dispatches', float('nan')):.0f}" for label in counted),
         ]
         lines.append(f"| {log2(row['n'])} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

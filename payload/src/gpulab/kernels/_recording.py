@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import struct
 from collections.abc import Callable, Mapping, Sequence
@@ -87,8 +88,10 @@ class Recording:
         bindings: Sequence[Binding],
         push: bytes,
         groups: tuple[int, int, int],
+        *,
+        spirv: bytes | None = None,
     ) -> None:
-        pipeline = self.catalog.pipeline(shader, len(bindings), specialization)
+        pipeline = self.catalog.pipeline(shader, len(bindings), specialization, spirv=spirv)
         cmd, layout = self.cmd, pipeline.layout
         cmd.bind_pipeline(pipeline)
         cmd.bind_descriptor_sets(layout, (self.catalog.descriptor_set(bindings),))
@@ -247,8 +250,16 @@ class Recording:
                 raise ValueError(f"{what} of an empty vector")
             self.fill(out, 0.0)
             return
-        # Level sizes: n -> partials -> ... -> 1; every level but the last in scratch.
-        levels = [self._pass_groups(x.size)]
+        targets = self._levels(x.size, out, what)
+        code, source, second = reduction.first, x, y
+        for target in targets:
+            self._reduce_pass(code, source, second, target, reduction.root and target is out)
+            code, source, second = reduction.combine, target, None
+
+    def _levels(self, size: int, out: DeviceArray, what: str) -> list[DeviceArray]:
+        """Where each pass of a reduction over `size` elements writes: n -> partials -> ...
+        -> 1; every level but the last (`out`) in scratch."""
+        levels = [self._pass_groups(size)]
         while levels[-1] > 1:
             levels.append(self._pass_groups(levels[-1]))
         intermediate = levels[:-1]
@@ -257,14 +268,53 @@ class Recording:
             offsets.append(total)
             total += self.aligned(FLOAT_BYTES * count)
         area = self.scratch(total, what) if intermediate else out
-        targets = [
+        return [
             DeviceArray(area.buffer, (count,), area.offset + offset)
             for count, offset in zip(intermediate, offsets, strict=True)
         ] + [out]
-        code, source, second = reduction.first, x, y
-        for target in targets:
-            self._reduce_pass(code, source, second, target, reduction.root and target is out)
-            code, source, second = reduction.combine, target, None
+
+    def fused(
+        self,
+        key: str,
+        spirv: bytes,
+        bindings: Sequence[Binding],
+        *,
+        numbers: Sequence[float],
+        count: int,
+        reductions: Sequence[tuple[Reduction, DeviceArray]],
+    ) -> None:
+        """A fused group's shader (gpulab.kernels.fused, SPIR-V `spirv` cached as `key`) over
+        `count` elements in one binding each: one dispatch, then each reduction's combining
+        passes (the packaged shader's) from its partials down to its scalar."""
+        vec4 = all(offset % 16 == 0 for _, offset, _ in bindings)
+        size = self.geometry.workgroup_size
+        if not reductions:
+            items = -(-count // 4) if vec4 else count
+            push = struct.pack(f"<II{len(numbers)}f", count, vec4, *numbers)
+            groups = (self.groups(items), 1, 1)
+            self.dispatch(key, ((0, size),), bindings, push, groups, spirv=spirv)
+            self.barrier()
+            return
+        levels = [self._levels(count, out, key) for _, out in reductions]
+        roots = [
+            reduction.root and targets[0] is out
+            for (reduction, out), targets in zip(reductions, levels, strict=True)
+        ]
+        if len(reductions) == 1:  # reduce.glsl's first pass
+            specialization: Specialization = ((0, size), (1, reductions[0][0].first))
+            push = struct.pack(f"<IIII{len(numbers)}f", count, vec4, 0, roots[0], *numbers)
+        else:
+            specialization = ((0, size),)
+            finish = sum(1 << k for k, root in enumerate(roots) if root)
+            push = struct.pack(f"<III{len(numbers)}f", count, vec4, finish, *numbers)
+        partials = [targets[0].binding() for targets in levels]
+        groups = (self._pass_groups(count), 1, 1)
+        self.dispatch(key, specialization, (*bindings, *partials), push, groups, spirv=spirv)
+        self.barrier()
+        for (reduction, out), targets in zip(reductions, levels, strict=True):
+            for source, target in itertools.pairwise(targets):
+                root = reduction.root and target is out
+                self._reduce_pass(reduction.combine, source, None, target, root)
 
     def matvec(self, a: DeviceArray, x: DeviceArray, out: DeviceArray) -> None:
         m, n = a.shape
