@@ -79,6 +79,9 @@ class SegmentRun:
     """Milliseconds by phase (RUN_PHASES): inputs_ms, upload_ms, record_ms, gpu_ms, readback_ms."""
     solvers: dict[str, SolverReport] = field(default_factory=dict)
     """How each jacobi node's solve went, by node id."""
+    made: dict[str, dict[str, str]] = field(default_factory=dict)
+    """For inputs the executor made itself: keys added to their entry of the result's
+    `inputs` (how a .npy file was read: `read` "streamed" or "pinned", `not_streamed`)."""
 
 
 class OperationExecutor(Closeable):

@@ -448,10 +448,11 @@ class Stager(Closeable):
             self._submit_copy(slot, slot.allocation, allocation, size, src=0, dst=starts[index])
 
         executor = self._threads_for(nbytes)
-        if executor is None:
-            for index in range(len(starts)):
-                send(index, fill(index))
-        else:
+        try:
+            if executor is None:
+                for index in range(len(starts)):
+                    send(index, fill(index))
+                return
             # Threads fill different chunks at once; each fill waits for its chunk's previous
             # copy, and chunks are submitted in order as their fills complete.
             futures = {i: executor.submit(fill, i) for i in range(min(len(ring), len(starts)))}
@@ -462,8 +463,11 @@ class Stager(Closeable):
                         futures[index + len(ring)] = executor.submit(fill, index + len(ring))
             finally:
                 _settle(futures)
-        for slot in ring:
-            self._wait(slot)
+        finally:
+            # Also after an error part-way (a fill that raised): no copy into `allocation`
+            # may still run when the caller frees it.
+            for slot in ring:
+                self._wait(slot)
 
     # Files ------------------------------------------------------------------------------
 
