@@ -69,10 +69,15 @@ def npy_layout(stream: BinaryIO) -> NpyLayout:
 def bad_value(values: npt.NDArray[Any], start: int, shape: tuple[int, ...]) -> str | None:
     """Why the flat `values`, elements `start`... of an array of `shape` (C order), cannot
     all be float32 (NaN, infinity or beyond float32's range), or None. Integers always can.
-    Two reductions find that there is none (no temporary array); only then the element."""
+    The common case, none, costs one pass: isfinite for float32 and narrower (every finite
+    one fits; about twice as fast as min and max), else min and max (NaN compares False);
+    only then the element is looked for."""
     if values.dtype.kind in "iu" or values.size == 0:
         return None
-    if values.min() >= -FLOAT32_MAX and values.max() <= FLOAT32_MAX:  # NaN compares False
+    if values.dtype.itemsize <= FLOAT32.itemsize:
+        if np.isfinite(values).all():
+            return None
+    elif values.min() >= -FLOAT32_MAX and values.max() <= FLOAT32_MAX:
         return None
     bad = ~np.isfinite(values) | (np.abs(values) > FLOAT32_MAX)
     offset = int(np.argmax(bad))
