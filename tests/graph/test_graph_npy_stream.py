@@ -2,7 +2,8 @@
 (Stager.upload_file): float32 C-order data as it is, through the staging ring (as on a
 discrete GPU) or straight into mapped memory (lavapipe); other dtypes and Fortran order go
 the pinned way. Either way the values are numpy's, bit for bit; bad files are exit 2 with one
-line naming the input, whether the load or the read finds them."""
+line naming the input, found by the load (as `gpulab validate` finds them), or by the read
+where a caller loads with check_values=False."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import gpulab.graph.npy
 import gpulab.memory.staging
 import numpy as np
 import pytest
@@ -23,8 +25,6 @@ from graph_helpers import needs_vulkan, subprocess_cli, write_graph
 CHUNK = 64 << 10
 """The file chunk for these tests (the smallest the Stager takes): files of a few hundred
 KiB span several rings."""
-
-pytestmark = needs_vulkan
 
 
 @pytest.fixture(params=["ring", "mapped"])
@@ -91,6 +91,7 @@ def same_bits(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> None:
 N = 7 * CHUNK // 4 + 1001
 
 
+@needs_vulkan
 @pytest.mark.parametrize("check_values", [False, True])
 def test_float32_files_are_streamed_bit_for_bit(
     tmp_path: Path, way: str, check_values: bool
@@ -105,6 +106,7 @@ def test_float32_files_are_streamed_bit_for_bit(
     assert counts["pinned"] == 0
 
 
+@needs_vulkan
 @pytest.mark.parametrize(
     ("dtype", "why"),
     [
@@ -130,6 +132,7 @@ def test_other_dtypes_go_the_pinned_way(tmp_path: Path, way: str, dtype: str, wh
     assert (counts["pinned"], counts["file"], counts["file_direct"]) == (1, 0, 0)
 
 
+@needs_vulkan
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_matrices_stream_in_c_order_and_fortran_order_goes_the_pinned_way(
     tmp_path: Path, way: str, order: str
@@ -146,6 +149,7 @@ def test_matrices_stream_in_c_order_and_fortran_order_goes_the_pinned_way(
         assert read["not_streamed"] == "is in Fortran order, transposed on the host"
 
 
+@needs_vulkan
 @pytest.mark.parametrize("dtype", ["<f4", "<f8"])
 def test_a_value_no_float32_can_hold_is_found_by_the_read(
     tmp_path: Path, way: str, dtype: str
@@ -164,6 +168,7 @@ def test_a_value_no_float32_can_hold_is_found_by_the_read(
     ]
 
 
+@needs_vulkan
 def test_a_file_cut_short_after_the_load_is_an_input_error(tmp_path: Path, way: str) -> None:
     path = vector_graph(tmp_path, np.ones(N, dtype=np.float32))
     graph = load_graph(path, check_values=False)
@@ -175,6 +180,7 @@ def test_a_file_cut_short_after_the_load_is_an_input_error(tmp_path: Path, way: 
     assert str(problem).startswith("inputs.x.file: x.npy: cannot be read (the file ends at byte")
 
 
+@needs_vulkan
 @pytest.mark.parametrize("backend", ["vulkan", "cpu"])
 def test_gpulab_run_refuses_a_bad_value_in_one_line(tmp_path: Path, backend: str) -> None:
     array = np.ones(3000, dtype=np.float32)
@@ -188,6 +194,7 @@ def test_gpulab_run_refuses_a_bad_value_in_one_line(tmp_path: Path, backend: str
     ]
 
 
+@needs_vulkan
 def test_gpulab_run_refuses_a_truncated_file_in_one_line(tmp_path: Path) -> None:
     path = vector_graph(tmp_path, np.ones(3000, dtype=np.float32))
     data = tmp_path / "x.npy"
@@ -198,6 +205,7 @@ def test_gpulab_run_refuses_a_truncated_file_in_one_line(tmp_path: Path) -> None
     assert line.startswith(f"gpulab: {path}: inputs.x.file: x.npy: not a readable .npy array")
 
 
+@needs_vulkan
 def test_full_results_written_to_a_file_equal_numpy(tmp_path: Path) -> None:
     """A streamed input, read back with --full into the result file: numpy's values."""
     array = np.random.default_rng(9).standard_normal(70_001).astype(np.float32)
@@ -208,3 +216,21 @@ def test_full_results_written_to_a_file_equal_numpy(tmp_path: Path) -> None:
     result = json.loads(output.read_text())
     assert result["inputs"]["x"]["read"] == "streamed"
     same_bits(np.asarray(result["outputs"]["s"]["data"], dtype=np.float32), array)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_validation_checks_large_files_on_threads_and_reports_the_first_bad_element(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    monkeypatch.setattr(gpulab.graph.npy, "CHECK_CHUNK", 1000)
+    monkeypatch.setattr(gpulab.graph.npy, "CHECK_THREADS_FROM", 2000)
+    array = np.ones((30, 1001), dtype=np.float32)
+    array[29, 1000] = np.inf
+    array[12, 3] = np.nan  # element 12015: the first, in the 13th chunk
+    np.save(tmp_path / "a.npy", array)
+    assert gpulab.graph.npy.first_bad_value(
+        np.load(tmp_path / "a.npy", mmap_mode="r"), threads
+    ) == (
+        "element [12, 3] is nan; values must be finite and fit float32 (at most 3.4028235e+38 "
+        "in size)"
+    )

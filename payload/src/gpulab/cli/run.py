@@ -119,8 +119,7 @@ def _run_graph(args: argparse.Namespace) -> int:
     budget = _budget(args)
     with Runner(args.backend, args.device, budget) as runner:
         started = time.perf_counter()
-        # The values of .npy inputs are checked as the run reads them (one pass, not two).
-        graph = load_for_command(args.graph, limit=runner.memory_limit(), check_values=False)
+        graph = load_for_command(args.graph, limit=runner.memory_limit())
         load_ms = (time.perf_counter() - started) * 1e3
         warn(args.graph, graph.warnings)
         target = prepare_output(

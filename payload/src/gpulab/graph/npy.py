@@ -4,12 +4,15 @@
 header readers, no memory map), so that a backend can move the data bytes as they are when
 they already are the float32 values in C order (`NpyLayout.why_not_streamed`). `bad_value`
 is the one check of the values (finite, within float32's range) and its message, used when
-the graph is validated and, for a run that leaves the values to the read
-(`load_graph(check_values=False)`), on each chunk as it is read.
+the graph is validated (every command, `gpulab run` included: it refuses what `gpulab
+validate` refuses, with the same lines) and, where a caller loads with
+`load_graph(check_values=False)`, on each chunk as the run reads it.
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -24,6 +27,9 @@ from gpulab.graph.problems import GraphInvalid, Problem
 FLOAT32 = np.dtype(np.float32)
 CHECK_CHUNK = 1 << 20
 """Elements of a memory-mapped .npy file checked at a time."""
+CHECK_THREADS_FROM = 8 * CHECK_CHUNK
+"""Files of at least this many elements are checked on several threads."""
+MAX_CHECK_THREADS = 16
 
 
 @dataclass(frozen=True)
@@ -88,16 +94,24 @@ def bad_value(values: npt.NDArray[Any], start: int, shape: tuple[int, ...]) -> s
     )
 
 
-def first_bad_value(array: npt.NDArray[Any]) -> str | None:
+def first_bad_value(array: npt.NDArray[Any], threads: int | None = None) -> str | None:
     """bad_value of a whole array, read in chunks (through a memory map a large file is
-    never whole in memory). Other numeric types than float32 are cast by rounding to the
-    nearest float32, so their values are checked before the cast."""
+    never whole in memory), on `threads` host threads from CHECK_THREADS_FROM elements on
+    (default: one per core, up to MAX_CHECK_THREADS; numpy checks without the GIL). Other
+    numeric types than float32 are cast by rounding to the nearest float32, so their values
+    are checked before the cast."""
     flat = array.reshape(-1)
-    for start in range(0, flat.size, CHECK_CHUNK):
-        problem = bad_value(np.asarray(flat[start : start + CHECK_CHUNK]), start, array.shape)
-        if problem is not None:
-            return problem
-    return None
+    starts = range(0, flat.size, CHECK_CHUNK)
+
+    def check(start: int) -> str | None:
+        return bad_value(np.asarray(flat[start : start + CHECK_CHUNK]), start, array.shape)
+
+    workers = threads or min(MAX_CHECK_THREADS, os.cpu_count() or 1)
+    if workers == 1 or flat.size < CHECK_THREADS_FROM:
+        return next((problem for problem in map(check, starts) if problem), None)
+    with ThreadPoolExecutor(workers, thread_name_prefix="gpulab-check") as pool:
+        # In order, so the problem reported is the first element's.
+        return next((problem for problem in pool.map(check, starts) if problem), None)
 
 
 def _refuse(name: str, source: NpyFile, problem: str | None) -> None:
