@@ -169,7 +169,12 @@ def scalars(label: str, stdout: str, workdir: Path, n: int) -> dict[str, Any]:
     backend = label.split()[1]
     result = json.loads((workdir / f"result-{n}-{backend}.json").read_text())
     values = {name: result["outputs"][name]["value"] for name in ("norm", "total")}
-    return values | {"timing": result["timing"], "device": result["device"].get("name")}
+    timing = dict(result["timing"])
+    if "memory" in result:  # the Vulkan run: its staging ring, allocated (pinned) in upload_ms
+        transfers = result["memory"]["transfers"]
+        timing["staging_alloc_ms"] = transfers["staging_alloc_ms"]
+        timing["staging_mib"] = transfers["staging_bytes"] / (1 << 20)
+    return values | {"timing": timing, "device": result["device"].get("name")}
 
 
 def measure(
@@ -243,7 +248,9 @@ def npy_lines(rows: list[dict[str, Any]]) -> str:
             f"{log2(row['n'])} .npy inputs ({row['input_bytes'] / (1 << 20):g} MiB): "
             f"cpu / vulkan {row['vulkan_speedup']['gpulab cpu']:.2f}; vulkan load "
             f"{timing['load_ms']:.1f} ms, inputs {timing['inputs_ms']:.1f} ms, upload "
-            f"{timing['upload_ms']:.1f} ms; copy engine from pinned memory {engine:.1f} GB/s "
+            f"{timing['upload_ms']:.1f} ms (of which allocating its {timing['staging_mib']:g} "
+            f"MiB staging ring {timing['staging_alloc_ms']:.1f} ms); copy engine from pinned "
+            f"memory {engine:.1f} GB/s "
             f"(from upload memory {row['copy_engine_gbps']['h2d']:.1f}): bytes / rate "
             f"{floor_ms:.1f} ms, upload_ms / (bytes / rate) {row['upload_over_engine']:.2f}"
         )

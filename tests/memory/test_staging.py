@@ -169,6 +169,8 @@ def test_a_file_region_streams_through_the_ring(
         assert back.tobytes() == body
         assert stager.counts["upload"]["file"] == 1
         assert len(stager._rings["readback"]) == 2  # the ring downloads use, of `slots`
+        stats = stager.stats()
+        assert stats["staging_bytes"] == 2 * CHUNK and stats["staging_alloc_ms"] > 0.0
         target.free()
     assert sorted(seen) == [(at, body[at : at + CHUNK]) for at in range(0, len(body), CHUNK)]
 

@@ -100,7 +100,14 @@ def _settle(futures: dict[int, Future[Any]]) -> None:
 
 def combine_stager_stats(stagers: list[dict[str, Any]]) -> dict[str, Any]:
     """The stagers' pinned and registered arrays and transfer counts added up."""
-    keys = ("pinned_arrays", "pinned_bytes", "registered_arrays", "registered_bytes")
+    keys = (
+        "pinned_arrays",
+        "pinned_bytes",
+        "registered_arrays",
+        "registered_bytes",
+        "staging_bytes",
+        "staging_alloc_ms",
+    )
     total: dict[str, Any] = {key: sum(s[key] for s in stagers) for key in keys}
     total["transfers"] = {}
     for stager in stagers:
@@ -191,6 +198,9 @@ class Stager(Closeable):
             direction: dict.fromkeys(PATHS, 0) for direction in ("upload", "download")
         }
         """Transfers per direction and path."""
+        self.staging_alloc_s = 0.0
+        """Seconds spent allocating ring chunks (a driver that pins host memory when it is
+        allocated, as NVIDIA's does, takes about as long as a copy of it)."""
         manager.attach("transfers", self, combine_stager_stats)
 
     # Host copies ------------------------------------------------------------------------
@@ -250,9 +260,11 @@ class Stager(Closeable):
 
     def _slot(self, kind: str, size: int) -> _Slot:
         memory_kind = UPLOAD_MEMORY[self.upload_memory] if kind == "upload" else kind
+        start = time.perf_counter()
         allocation = self.manager.allocate(
             size, memory_kind, TRANSFER_SRC | TRANSFER_DST, label=f"stager {kind}"
         )
+        self.staging_alloc_s += time.perf_counter() - start
         return _Slot(
             allocation,
             allocation.view(np.uint8, size),
@@ -681,12 +693,15 @@ class Stager(Closeable):
         return self.paths[direction]
 
     def stats(self) -> dict[str, Any]:
-        """Pinned and registered arrays (count, bytes) and transfers per direction and path."""
+        """Pinned and registered arrays (count, bytes), the rings' chunks (bytes, and the ms
+        their allocation took) and transfers per direction and path."""
         return {
             "pinned_arrays": len(self._pins),
             "pinned_bytes": sum(pin.nbytes for pin in self._pins),
             "registered_arrays": len(self._registered),
             "registered_bytes": sum(whole.nbytes for whole, _ in self._registered.values()),
+            "staging_bytes": sum(slot.allocation.size for r in self._rings.values() for slot in r),
+            "staging_alloc_ms": self.staging_alloc_s * 1e3,
             "transfers": {direction: dict(counts) for direction, counts in self.counts.items()},
         }
 
