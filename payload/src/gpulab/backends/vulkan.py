@@ -107,9 +107,9 @@ class _Recording:
         self.pool = BufferPool(executor.manager, budget_bytes=executor.device_budget)
         self.held: dict[str, Allocation] = {}
         self.extras: list[tuple[Node, dict[str, tuple[Allocation, Extra]]]] = []
+        """Each node's extra outputs (Recorded.extras) in the scratch kept for them."""
         self.made_inputs: dict[str, dict[str, str]] = {}
         """How the last run moved each .npy input (SegmentRun.made)."""
-        """Each node's extra outputs (Recorded.extras) in the scratch kept for them."""
         self.queries: TimestampQueryPool | None = None
         self.command = executor.commands.allocate()
         try:
