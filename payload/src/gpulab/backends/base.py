@@ -83,6 +83,9 @@ class SegmentRun:
     """The compute dispatches the nodes recorded (a device backend's), after fusion."""
     fused: list[list[str]] = field(default_factory=list)
     """The node ids of each group that ran as one shader (gpulab.graph.fusion)."""
+    made: dict[str, dict[str, str]] = field(default_factory=dict)
+    """For inputs the executor made itself: keys added to their entry of the result's
+    `inputs` (how a .npy file was read: `read` "streamed" or "pinned", `not_streamed`)."""
 
 
 class OperationExecutor(Closeable):

@@ -184,6 +184,8 @@ class Runner(Closeable):
                 if name in producer and producer[name] != where:
                     transfers.append({"value": name, "from": producer[name], "to": where})
             done = self.executor(where).execute(segment, host, made)
+            for name, notes in done.made.items():
+                plan.report[name].update(notes)
             if inputs_ms:
                 done.phases["inputs_ms"] = done.phases.get("inputs_ms", 0.0) + inputs_ms
             for phase, ms in done.phases.items():

@@ -13,9 +13,11 @@ otherwise it is recorded again.
 
 Inputs the runner hands over as sources (see backends/inputs.py) are made here instead of
 uploaded from the host: random, fill and linspace inputs by dispatches at the start of the
-recording (so every run makes them again, on the device), .npy files read straight into
-pinned host memory and copied from there. Generated inputs that are graph outputs are read
-back like the exports.
+recording (so every run makes them again, on the device), .npy files streamed: host threads
+read their float32 data from the page cache into the staging ring while the device copies the
+chunks before (Stager.upload_file); a file whose bytes are not the values as the buffer holds
+them (another dtype, Fortran order) is read by numpy into pinned host memory and copied from
+there. Generated inputs that are graph outputs are read back like the exports.
 """
 
 from __future__ import annotations
@@ -27,13 +29,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from gpulab._shown import shown
 from gpulab.backends.base import FloatArray, OperationExecutor, Segment, SegmentRun, Values
 from gpulab.backends.errors import BackendUnavailable, ExecutionFailed
-from gpulab.graph import Literal, Node, nbytes
+from gpulab.graph import GraphInvalid, Literal, Node, Problem, nbytes
 from gpulab.graph.fusion import FusedGroup, fusion_of, plan
 from gpulab.graph.model import NpyFile
+from gpulab.graph.npy import check_read_values, npy_layout, refuse_bad_values
 from gpulab.graph.values import read_npy_into
 from gpulab.kernels import DeviceArray, Extra, Input, Kernels, Pattern, Recorded
 from gpulab.kernels.fused import Step, unavailable
@@ -108,6 +112,8 @@ class _Recording:
         self.held: dict[str, Allocation] = {}
         self.extras: list[tuple[Node, dict[str, tuple[Allocation, Extra]]]] = []
         """Each node's extra outputs (Recorded.extras) in the scratch kept for them."""
+        self.made_inputs: dict[str, dict[str, str]] = {}
+        """How the last run moved each .npy input (SegmentRun.made)."""
         self.queries: TimestampQueryPool | None = None
         self.groups = executor.fused_groups(segment)
         """The nodes recorded together (gpulab.graph.fusion), each as one shader."""
@@ -281,6 +287,7 @@ class _Recording:
         """Upload `values` (and read `files` into their buffers), submit, read back."""
         executor = self.executor
         files_ms = 0.0
+        self.made_inputs = {}
         start = time.perf_counter()
         for name in self.segment.reads:
             if name in self.patterns:
@@ -316,7 +323,8 @@ class _Recording:
         }
         times, timer, gpu_ms, generate_ms = self._times(wall_ms)
         phases = {
-            # A file's read into pinned memory is an input's making, not its upload.
+            # A file's read into pinned memory is an input's making, not its upload; a
+            # streamed file's read overlaps its copies: both are the upload.
             "upload_ms": (submitted - start) * 1e3 - files_ms,
             "gpu_ms": gpu_ms,
             "readback_ms": (time.perf_counter() - finished) * 1e3,
@@ -331,20 +339,63 @@ class _Recording:
             solvers=solvers,
             dispatches=self.dispatches,
             fused=[list(group.ids) for group in self.groups],
+            made=self.made_inputs,
         )
 
     def _upload_file(self, name: str, source: NpyFile) -> float:
-        """Read a .npy input into pinned memory and copy it to its buffer; the read's ms."""
+        """Move a .npy input into its buffer; the ms of reading it into pinned memory first
+        (0 when streamed: the read is then part of the upload). How it went is noted in
+        self.made_inputs for the result's `inputs`."""
+        shape = self.segment.graph.shape(name)
+        with source.path.open("rb") as stream:
+            try:
+                layout = npy_layout(stream)
+                why = layout.why_not_streamed()
+            except ValueError as exc:
+                why = f"its header is not one this reader takes ({exc})"
+            if why is None and layout.shape != shape:
+                why = f"it now holds shape {list(layout.shape)}"  # changed since the load
+            if why is None:
+                self._stream_file(name, source, stream.fileno(), layout.offset, shape)
+                self.made_inputs[name] = {"read": "streamed"}
+                return 0.0
+        # What cannot be streamed is read (and cast, or transposed) by numpy straight into
+        # pinned memory, then copied by the device in one go.
+        self.made_inputs[name] = {"read": "pinned", "not_streamed": why}
         stager = self.executor.stager
-        pinned = stager.pinned_empty(self.segment.graph.shape(name))
+        pinned = stager.pinned_empty(shape)
         try:
             start = time.perf_counter()
             read_npy_into(source.path, pinned)
+            check_read_values(name, source, pinned)
             read_ms = (time.perf_counter() - start) * 1e3
             stager.upload(pinned, self.held[name])
         finally:
             pinned.free()
         return read_ms
+
+    def _stream_file(
+        self, name: str, source: NpyFile, file: int, offset: int, shape: tuple[int, ...]
+    ) -> None:
+        """The float32 data of a .npy file from the page cache through the staging ring into
+        the input's buffer (Stager.upload_file); its values checked chunk by chunk as they
+        arrive, unless the load checked them."""
+
+        def inspect(chunk: npt.NDArray[np.uint8], start: int) -> None:
+            refuse_bad_values(name, source, chunk.view(np.float32), start // 4, shape)
+
+        try:
+            self.executor.stager.upload_file(
+                file,
+                offset,
+                nbytes(shape),
+                self.held[name],
+                None if source.values_checked else inspect,
+            )
+        except (EOFError, OSError) as exc:
+            raise GraphInvalid(
+                [Problem(f"inputs.{name}.file", f"{source.shown_as}: cannot be read ({exc})")]
+            ) from None
 
     def _times(self, wall_ms: float) -> tuple[dict[str, float], str, float, float]:
         """Each node's ms, the timer, the nodes' device ms, and the ms the generated inputs
