@@ -35,15 +35,16 @@ def vector_sum(n: int, backend: str | None = None) -> dict[str, Any]:
 
 
 def scaled_sum(n: int) -> dict[str, Any]:
-    """sum(2 x): x and 2 x are on the device at once. x is also read on cpu: made on the host
-    and uploaded (an input only Vulkan reads is generated on the device instead)."""
+    """sum(2 x), and 2 x an output: x and 2 x are on the device at once (were 2 x not an output,
+    scale and sum would fuse and 2 x never be written). x is also read on cpu: made on the
+    host and uploaded (an input only Vulkan reads is generated on the device instead)."""
     graph = vector_sum(n)
     graph["nodes"] = [
         {"id": "t", "op": "scale", "inputs": {"x": "x", "a": 2.0}},
         {"id": "s", "op": "sum", "inputs": {"x": "t"}},
         {"id": "c", "op": "sum", "inputs": {"x": "x"}, "backend": "cpu"},
     ]
-    graph["outputs"].append("c")
+    graph["outputs"] += ["c", "t"]
     return graph
 
 
