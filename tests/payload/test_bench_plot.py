@@ -152,6 +152,10 @@ def test_the_memory_sweep_is_drawn_per_direction_from_zero() -> None:
         assert axes.get_xscale() == "log"
         assert [t.get_text() for t in axes.get_xticklabels()] == ["64 MiB", "1 GiB"]
     assert "upload" in upload.get_title() and "readback" in readback.get_title()
+    highest = max(
+        v for s in memory_series(rows_of(MEMORY)).values() for d in s.values() for v in d.values()
+    )
+    assert upload.get_ylim() == readback.get_ylim() and upload.get_ylim()[1] > highest
     colors = [line.get_color() for line in upload.get_lines()]
     assert len(set(colors)) == len(colors) == len(memory_series(rows_of(MEMORY)))
 

@@ -233,7 +233,7 @@ def kernels_figure(rows: Sequence[dict[str, Any]]) -> tuple[Any, str]:
         figure.suptitle(f"gpulab bench on {device}: effective bandwidth")
     if reference:  # the reference line last, after the ops
         handles[f"1.0 = {reference}"] = handles.pop(f"1.0 = {reference}")
-    figure.legend(handles.values(), handles.keys(), loc="outside right upper", fontsize="small")
+    figure.legend(handles.values(), handles.keys(), loc="outside right center", fontsize="small")
     return figure, "ratio" if reference else "gbps"
 
 
@@ -370,13 +370,14 @@ def memory_figure(rows: Sequence[dict[str, Any]]) -> Any:
         axes.minorticks_off()
         axes.set_xlabel("transfer size")
         axes.set_title(title)
-        axes.set_ylim(bottom=0)
         axes.grid(True, alpha=0.3)
+    rates = [v for s in series.values() for d in s.values() for v in d.values()]
+    axes_pair[0].set_ylim(0, max(rates, default=1.0) * 1.08)  # shared by both panels
     axes_pair[0].set_ylabel("GB/s (10^9 bytes one way per second)")
     device = next((r for r in rows if r.get("bench") == "device"), {})
     figure.suptitle(
         f"gpulab memory benchmark on {device.get('name', 'unknown device')}"
         + (f" (driver {device['driver']})" if device.get("driver") else "")
     )
-    figure.legend(handles.values(), handles.keys(), loc="outside right upper", fontsize="small")
+    figure.legend(handles.values(), handles.keys(), loc="outside right center", fontsize="small")
     return figure
