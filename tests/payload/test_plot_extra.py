@@ -4,17 +4,17 @@ command stops before measuring, with one line naming the extra."""
 from __future__ import annotations
 
 import ast
-import importlib.util
+import os
 import re
 from pathlib import Path
 
 import pytest
-from gpulab.diagnostics.bench import PLOT_EXTRA
+from gpulab.diagnostics.bench_plot import PLOT_EXTRA
 
-from tests.payload.test_cli import gpulab
+from tests.payload.test_cli import PYTHONPATH, gpulab
 
 PAYLOAD = Path(__file__).resolve().parents[2] / "payload"
-BENCH = PAYLOAD / "src" / "gpulab" / "diagnostics" / "bench.py"
+DIAGNOSTICS = PAYLOAD / "src" / "gpulab" / "diagnostics"
 
 
 def modules_imported_by_name(path: Path) -> set[str]:
@@ -34,16 +34,32 @@ def test_the_plot_extra_holds_every_package_the_plot_imports() -> None:
     project = tomllib.loads((PAYLOAD / "pyproject.toml").read_text())["project"]
     requirements = project["optional-dependencies"][PLOT_EXTRA]
     names = {re.match(r"[A-Za-z0-9_.-]+", r)[0].lower() for r in requirements}  # type: ignore[index]
-    assert modules_imported_by_name(BENCH) == {"matplotlib"}
+    assert modules_imported_by_name(DIAGNOSTICS / "bench_plot.py") == {"matplotlib"}
+    assert modules_imported_by_name(DIAGNOSTICS / "bench.py") == set()
     assert names == {"matplotlib"}
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("matplotlib") is not None, reason="matplotlib is installed"
-)
+def without_matplotlib(tmp_path: Path) -> dict[str, str]:
+    """An environment in which `import matplotlib` fails, installed or not."""
+    blocker = tmp_path / "blocker" / "matplotlib"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('matplotlib is blocked here')\n")
+    path = os.pathsep.join(p for p in (str(blocker.parent), PYTHONPATH) if p)
+    return dict(os.environ) | {"PYTHONPATH": path}
+
+
 def test_plot_without_matplotlib_says_which_extra_in_one_line(tmp_path: Path) -> None:
     chart = tmp_path / "bench.png"
-    done = gpulab("bench", "--ops", "copy", "--sizes", "1024", "--plot", str(chart))
+    done = gpulab(
+        "bench",
+        "--ops",
+        "copy",
+        "--sizes",
+        "1024",
+        "--plot",
+        str(chart),
+        env=without_matplotlib(tmp_path),
+    )
     assert done.returncode == 3
     assert done.stderr == (
         "gpulab: --plot needs matplotlib, which is not installed: pip install 'gpulab[plot]'\n"

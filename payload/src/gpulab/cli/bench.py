@@ -52,7 +52,21 @@ def add_parser(commands: Any) -> None:
     )
     add_device(parser, "the GPU Slurm allocated to the job, else 0")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the rows as JSON")
-    parser.add_argument("--plot", type=Path, metavar="OUT.png", help="GB/s against size per op")
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        metavar="OUT.png",
+        help="chart the run: Vulkan's speed relative to the --compare library per op and size, "
+        "else GB/s against size per op (needs the plot extra: matplotlib)",
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        metavar="RESULT.json",
+        help="with --plot: measure nothing, redraw the chart from rows saved by bench --json "
+        "(or by the memory benchmark's --json); no GPU needed",
+    )
     parser.add_argument("--compare", choices=["torch", "cupy"], help="run the ops there too")
     parser.add_argument(
         "--no-overhead", action="store_true", help="skip the dispatch overhead rows"
@@ -78,7 +92,10 @@ def _size(text: str) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the benchmark, print the table, write JSON/PNG when asked."""
+    """Run the benchmark, print the table, write JSON/PNG when asked; with --from, only
+    draw the chart of saved rows."""
+    if args.source is not None:
+        return _redraw(args.source, args.plot)
     from gpulab.diagnostics.bench import bench  # noqa: PLC0415 - Vulkan and the kernels
 
     options = BenchOptions(
@@ -90,4 +107,16 @@ def main(args: argparse.Namespace) -> int:
         shapes=tuple(args.shapes),
     )
     print(bench(options, say, json_path=args.json, plot_path=args.plot))
+    return EXIT_OK
+
+
+def _redraw(source: Path, chart: Path | None) -> int:
+    """`bench --from RESULT.json --plot OUT.png`: the chart of saved rows, no device."""
+    from gpulab.diagnostics import bench_plot  # noqa: PLC0415 - matplotlib when drawing
+
+    if chart is None:
+        raise ValueError("--from needs --plot OUT.png (the chart to draw from the saved rows)")
+    bench_plot.require_matplotlib()
+    drawn = bench_plot.plot(bench_plot.load_rows(source), chart)
+    say(f"{chart}: {drawn} chart of {source}")
     return EXIT_OK

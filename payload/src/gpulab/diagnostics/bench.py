@@ -12,7 +12,6 @@ one submit + fence wait.
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import time
@@ -30,6 +29,7 @@ from gpulab.diagnostics.bench_ops import (
     default_sizes,
     matrix_fields,
 )
+from gpulab.diagnostics.bench_plot import plot, require_matplotlib
 from gpulab.diagnostics.devices import device_summary
 from gpulab.diagnostics.progress import Progress
 from gpulab.kernels import DeviceArray, Input, Kernels, OwnedArray
@@ -40,8 +40,6 @@ TARGET_SECONDS = 0.05
 """Each timed submission aims at about this much GPU work (repeats are chosen to match)."""
 MAX_REPEAT = 200
 OVERHEAD_DISPATCHES = 1000
-PLOT_EXTRA = "plot"
-"""The optional dependencies (payload/pyproject.toml) that bring what --plot imports."""
 
 
 class _ReusedScratch:
@@ -370,46 +368,6 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot(result: dict[str, Any], path: Path) -> None:
-    """GB/s against size, one line per (op, backend)."""
-    # Optional dependency, checked before the run; imported by name (it has no type stubs).
-    importlib.import_module("matplotlib").use("Agg")
-    plt = importlib.import_module("matplotlib.pyplot")
-
-    figure, axes = plt.subplots(figsize=(9, 5.5))
-    series: dict[tuple[str, str], list[tuple[int, float]]] = {}
-    for row in result["rows"]:
-        if row["gbps"] is not None:
-            series.setdefault((row["op"], row["backend"]), []).append((row["n"], row["gbps"]))
-    ops = sorted({op for op, _ in series})
-    colors = plt.get_cmap("tab20").colors
-    for (op, backend), points in sorted(series.items()):
-        points.sort()
-        # One color per op; Vulkan solid, the library compared with dashed.
-        style = "-" if backend == "vulkan" else "--"
-        color = colors[(2 * ops.index(op)) % len(colors)]
-        sizes, rates = [p[0] for p in points], [p[1] for p in points]
-        axes.plot(sizes, rates, style, color=color, marker="o", label=f"{op} ({backend})")
-    axes.set_xscale("log", base=2)
-    axes.set_xlabel("elements (vector ops) / matrix side")
-    axes.set_ylabel("effective GB/s")
-    axes.set_title(f"gpulab bench: {result['device']['name']}")
-    axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize="small", ncol=2)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-
-
-def _require_matplotlib() -> None:
-    try:
-        importlib.import_module("matplotlib")
-    except ImportError:
-        raise BackendUnavailable(
-            f"--plot needs matplotlib, which is not installed: pip install 'gpulab[{PLOT_EXTRA}]'"
-        ) from None
-
-
 def bench(
     options: BenchOptions,
     warn: Callable[[str], None],
@@ -419,10 +377,10 @@ def bench(
     """`gpulab bench`: measure (see run_bench), write the JSON rows and the plot where asked,
     and return the table to print."""
     if plot_path is not None:
-        _require_matplotlib()  # before the run, not after minutes of it
+        require_matplotlib()  # before the run, not after minutes of it
     result = run_bench(options, warn)
     if json_path is not None:
         json_path.write_text(json.dumps(result["rows"], indent=2) + "\n")
     if plot_path is not None:
-        plot(result, plot_path)
+        plot(result["rows"], plot_path)
     return table(result)

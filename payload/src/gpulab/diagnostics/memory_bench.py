@@ -2,6 +2,7 @@
 against the copy engine measured in the same run.
 
     python -m gpulab.diagnostics.memory_bench [--device N] [--sizes 64M 1G] [--sweep] [--json OUT]
+        [--plot OUT.png]
 
 - alloc: microseconds per allocate+free of a buffer, four ways: raw vkAllocateMemory +
   vkFreeMemory; the same plus a VkBuffer bound to it (what a buffer costs without this
@@ -22,8 +23,10 @@ against the copy engine measured in the same run.
   with --sweep the ring's threads x chunk size x upload memory (write-combined or cached).
 - host copy: numpy copies between a pageable array and mapped memory of each kind, split
   over 1..16 threads: the ceiling of the pageable path.
-GB/s are 10^9 bytes moved one way per second. A benchmark, not a test: it asserts only that
-the bytes arrived.
+`--plot` draws GB/s against transfer size per path, upload and readback, beside the copy
+engine (gpulab.diagnostics.bench_plot; `gpulab bench --from OUT.json --plot OUT.png` redraws
+it from the JSON). GB/s are 10^9 bytes moved one way per second. A benchmark, not a test: it
+asserts only that the bytes arrived.
 """
 
 from __future__ import annotations
@@ -35,10 +38,12 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from gpulab.diagnostics.bench_plot import plot_memory, require_matplotlib
 from gpulab.memory.errors import OutOfMemoryError
 from gpulab.memory.host_import import HostImporter
 from gpulab.memory.manager import MemoryManager
@@ -408,7 +413,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-alloc", action="store_true", help="skip the allocation bench")
     parser.add_argument("--torch", action="store_true", help="also time torch's CUDA copies")
     parser.add_argument("--json", metavar="OUT", help="write every row to this JSON file")
+    parser.add_argument(
+        "--plot", metavar="OUT.png", help="GB/s against transfer size per path (matplotlib)"
+    )
     args = parser.parse_args(argv)
+    if args.plot:
+        require_matplotlib()  # before the run, not after minutes of it
     rows: list[dict[str, Any]] = []
 
     def emit(row: dict[str, Any]) -> None:
@@ -444,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(rows, handle, indent=1)
+    if args.plot:
+        plot_memory(rows, Path(args.plot))
     return 0
 
 
