@@ -28,7 +28,7 @@ class FakeRunner:
     def expect(
         self, argv: list[str], rc: int = 0, stdout: str = "", stderr: str = ""
     ) -> FakeRunner:
-        self.script.append((argv, CommandResult(rc, stdout, stderr)))
+        self.script.append((argv, CommandResult(tuple(argv), rc, stdout, stderr)))
         return self
 
     def which(self, name: str) -> str | None:
