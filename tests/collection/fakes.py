@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_runner import CommandResult
 
-TOOLS = ("sbatch", "scontrol", "squeue", "scancel", "sacct")
+TOOLS = ("sbatch", "scontrol", "squeue", "scancel", "sacct", "sinfo")
 
 
 @dataclass

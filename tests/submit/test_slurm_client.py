@@ -448,3 +448,77 @@ def test_poll_gap_is_a_quarter_of_the_wait_between_its_bounds() -> None:
     assert slurm_client.poll_gap(4.0, 0.25, 2.0) == 1.0
     assert slurm_client.poll_gap(60.0, 0.25, 2.0) == 2.0
     assert slurm_client.poll_gap(60.0, 0.0, 0.0) == 0.0  # poll_s=0: tests that do not wait
+
+
+def test_node_partition_job_and_update_argvs_are_pinned() -> None:
+    assert slurm_client.sinfo_node_details_argv() == [
+        "sinfo",
+        "--noheader",
+        "--Node",
+        "--format=%N|%T|%u|%G|%f|%P|%E",
+    ]
+    assert slurm_client.sinfo_node_details_argv(["a", "b"])[-1] == "--nodes=a,b"
+    assert slurm_client.sinfo_partition_details_argv() == [
+        "sinfo",
+        "--noheader",
+        "--format=%P|%a|%l|%D|%N",
+    ]
+    assert slurm_client.squeue_jobs_argv(["w1"]) == [
+        "squeue",
+        "--noheader",
+        "--all",
+        "--format=%i|%T|%P|%u|%D|%N|%r|%j",
+        "--nodelist=w1",
+    ]
+    assert slurm_client.scontrol_update_nodes_argv(["w1", "w2"], "drain", "why not") == [
+        "scontrol",
+        "update",
+        "nodename=w1,w2",
+        "state=drain",
+        "reason=why not",
+    ]
+    assert slurm_client.scontrol_update_nodes_argv(["w1"], "resume") == [
+        "scontrol",
+        "update",
+        "nodename=w1",
+        "state=resume",
+    ]
+    assert slurm_client.scontrol_reconfigure_argv() == ["scontrol", "reconfigure"]
+    assert slurm_client.scancel_argv(["5", "6"]) == ["scancel", "5", "6"]
+
+
+@pytest.mark.parametrize(
+    ("long_state", "healthy", "unavailable"),
+    [
+        ("idle", True, False),
+        ("mixed", True, False),
+        ("allocated", True, False),
+        ("completing", True, False),
+        ("idle*", False, False),  # slurmd does not answer
+        ("idle+drain", False, True),
+        ("draining", False, True),
+        ("drained", False, True),
+        ("down*", False, True),
+        ("fail", False, True),
+        ("unknown", False, False),
+        ("future", False, False),
+    ],
+)
+def test_the_one_definition_of_a_healthy_node(
+    long_state: str, healthy: bool, unavailable: bool
+) -> None:
+    (node,) = slurm_client.parse_node_details(f"w1|{long_state}|Unknown|(null)|(null)|main*|none\n")
+    assert (node.healthy, node.unavailable) == (healthy, unavailable)
+
+
+def test_one_command_result_type_for_the_transports_and_the_collections_runner() -> None:
+    # The collection's slurm_runner imports it from the same file (tests/collection).
+    from gpulab.submit import transport  # noqa: PLC0415
+
+    assert transport.CommandResult is slurm_client.CommandResult
+    assert list(slurm_client.CommandResult.__dataclass_fields__) == [
+        "argv",
+        "returncode",
+        "stdout",
+        "stderr",
+    ]

@@ -277,7 +277,7 @@ def squeue_jobs_argv(nodes: Sequence[str] = (), *, squeue: str = "squeue") -> li
 def scontrol_update_nodes_argv(
     nodes: Sequence[str], state: str, reason: str | None = None, *, scontrol: str = "scontrol"
 ) -> list[str]:
-    """`scontrol update` of the nodes' state (DRAIN needs a reason, RESUME takes none)."""
+    """x."""
     argv = [scontrol, "update", f"nodename={','.join(nodes)}", f"state={state}"]
     return [*argv, f"reason={reason}"] if reason is not None else argv
 
