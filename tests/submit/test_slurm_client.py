@@ -10,6 +10,7 @@ fixtures/slurm-24.11/: `sbatch --parsable`, `squeue --noheader --format='%i %T'`
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -522,3 +523,67 @@ def test_one_command_result_type_for_the_transports_and_the_collections_runner()
         "stdout",
         "stderr",
     ]
+
+
+class _Slurm:
+    """A run callable answering each program with a fixed result, recording every argv."""
+
+    def __init__(self, **answers: tuple[int, str, str]) -> None:
+        self.answers = answers
+        self.calls: list[tuple[str, ...]] = []
+
+    def __call__(self, argv: Sequence[str]) -> slurm_client.CommandResult:
+        self.calls.append(tuple(argv))
+        code, out, err = self.answers[argv[0]]
+        return slurm_client.CommandResult(tuple(argv), code, out, err)
+
+
+def test_the_program_reads_a_nodes_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    run = _Slurm(
+        sinfo=(0, "w1|drained|root|(null)|(null)|main*|gpulab-health: lost (device 0)\n", "")
+    )
+    assert slurm_client.main(["reason", "w1"], run) == 0
+    assert capsys.readouterr().out == "gpulab-health: lost (device 0)\n"
+    assert run.calls == [
+        ("sinfo", "--noheader", "--Node", "--format=%N|%T|%u|%G|%f|%P|%E", "--nodes=w1")
+    ]
+    run = _Slurm(sinfo=(0, "w1|idle|Unknown|(null)|(null)|main*|none\n", ""))
+    assert slurm_client.main(["reason", "w1"], run) == 0
+    assert capsys.readouterr().out == "none\n"
+
+
+def test_the_program_drains_resumes_and_lists_unhealthy_nodes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = _Slurm(
+        scontrol=(0, "", ""),
+        sinfo=(
+            0,
+            "w1|idle|Unknown|(null)|(null)|main*|none\nw2|down*|slurm|(null)|(null)|main*|x\n",
+            "",
+        ),
+    )
+    assert slurm_client.main(["drain", "w1", "gpulab-health: lost"], run) == 0
+    assert slurm_client.main(["resume", "w1"], run) == 0
+    assert slurm_client.main(["unhealthy"], run) == 0
+    assert capsys.readouterr().out == "w2 down*\n"
+    assert run.calls[:2] == [
+        ("scontrol", "update", "nodename=w1", "state=drain", "reason=gpulab-health: lost"),
+        ("scontrol", "update", "nodename=w1", "state=resume"),
+    ]
+
+
+def test_the_program_prints_the_jobs_details_and_fails_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = _Slurm(scontrol=(0, SCONTROL_DETAILS_GPU, ""))
+    assert slurm_client.main(["job-details", "12"], run) == 0
+    assert capsys.readouterr().out == SCONTROL_DETAILS_GPU
+    assert run.calls == [("scontrol", "show", "job", "-o", "-d", "12")]
+    run = _Slurm(scontrol=(1, "", "slurm_load_jobs error: Invalid job id specified\n"))
+    assert slurm_client.main(["job-details", "12"], run) == 1
+    assert capsys.readouterr().err == (
+        "slurm_client: scontrol failed (rc 1): slurm_load_jobs error: Invalid job id specified\n"
+    )
+    assert slurm_client.main(["drain", "w1"], run) == 2
+    assert capsys.readouterr().err.startswith("usage: slurm_client.py COMMAND ARGS")

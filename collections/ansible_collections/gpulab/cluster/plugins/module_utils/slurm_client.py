@@ -5,17 +5,23 @@
 The one Slurm client of gpulab: this file, the collection's module_utils/slurm_client.py, is
 also the payload's gpulab.submit.slurm_client (payload/src/gpulab/submit/slurm_client.py is a
 link here, resolved when the wheel is built), so it uses the standard library only. It writes
-every Slurm command line of gpulab (tests/test_slurm_command_lines.py holds everything else to
+every Slurm command line of gpulab (tests/collection/test_slurm_command_lines.py holds the rest to
 that) and reads their output; SlurmClient runs them through a `run` callable that the caller
 passes in (Ansible's run_command, a local subprocess, an SSH transport, a fake in tests), and
 holds what the module and `gpulab submit` share: a job's state from scontrol, then accounting,
 and cancelling. Pinned on output captured from Slurm 22.05 (Debian 12) and 24.11 (Debian 13).
+
+Run as a program (`python3 slurm_client.py COMMAND ...`, main below), it is the small command
+line of the shell scripts that need Slurm: the slurm role installs it on every node for the GPU
+health check and the validation job, and the lab pipes it into its controller.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -794,6 +800,11 @@ class SlurmClient:
             )
         return path
 
+    def resolve(self, argv: Sequence[str]) -> list[str]:
+        """argv (as the *_argv functions write it) with its program's path; SlurmError when
+        the program is missing."""
+        return [self.program(argv[0]), *argv[1:]]
+
     def run(self, argv: Sequence[str]) -> CommandResult:
         """Run argv as it is, whatever its exit status."""
         return self._run(argv)
@@ -812,17 +823,17 @@ class SlurmClient:
 
     def nodes(self, names: Sequence[str] = ()) -> list[NodeState]:
         """The nodes (every node when none are named) with state, reason, GRES, features."""
-        argv = sinfo_node_details_argv(names, sinfo=self.program("sinfo"))
+        argv = self.resolve(sinfo_node_details_argv(names))
         return self._parsed(argv, parse_node_details)
 
     def partitions(self) -> list[PartitionInfo]:
         """Every partition."""
-        argv = sinfo_partition_details_argv(sinfo=self.program("sinfo"))
+        argv = self.resolve(sinfo_partition_details_argv())
         return self._parsed(argv, parse_partitions)
 
     def jobs(self, nodes: Sequence[str] = ()) -> list[JobInfo]:
         """Everybody's jobs in the queue (on these nodes, when named)."""
-        argv = squeue_jobs_argv(nodes, squeue=self.program("squeue"))
+        argv = self.resolve(squeue_jobs_argv(nodes))
         return self._parsed(argv, parse_jobs)
 
     def _parsed(self, argv: list[str], parse: Callable[[str], list[Any]]) -> list[Any]:
@@ -836,12 +847,11 @@ class SlurmClient:
         self, names: Sequence[str], state: str, reason: str | None = None
     ) -> CommandResult:
         """Set the nodes' state: DRAIN with a reason, RESUME."""
-        scontrol = self.program("scontrol")
-        return self.check(scontrol_update_nodes_argv(names, state, reason, scontrol=scontrol))
+        return self.check(self.resolve(scontrol_update_nodes_argv(names, state, reason)))
 
     def reconfigure(self) -> CommandResult:
         """slurmctld and every slurmd read slurm.conf again."""
-        return self.check(scontrol_reconfigure_argv(scontrol=self.program("scontrol")))
+        return self.check(self.resolve(scontrol_reconfigure_argv()))
 
     # --- jobs: tracking and cancelling ---------------------------------------------------
 
@@ -850,15 +860,15 @@ class SlurmClient:
     ) -> tuple[JobState | None, CommandResult]:
         """What slurmctld says of the job (None when it does not know it, or forgot it after
         MinJobAge), with scontrol's result."""
-        argv = scontrol_job_argv(job_id, details=details, scontrol=self.program("scontrol"))
-        shown = self._run(argv)
+        shown = self._run(self.resolve(scontrol_job_argv(job_id, details=details)))
         return (parse_scontrol(shown.stdout) if shown.returncode == 0 else None), shown
 
     def accounted_state(self, job_id: str) -> JobState | None:
         """What accounting (slurmdbd) says of the job; None without sacct or a record."""
-        if not self.has("sacct"):
+        argv = sacct_argv(job_id)
+        if not self.has(argv[0]):
             return None
-        listed = self._run(sacct_argv(job_id, sacct=self.program("sacct")))
+        listed = self._run(self.resolve(argv))
         return parse_sacct(listed.stdout, job_id) if listed.returncode == 0 else None
 
     def job_state(self, job_id: str) -> JobState:
@@ -916,4 +926,59 @@ class SlurmClient:
     def cancel(self, job_ids: Sequence[str]) -> CommandResult:
         """scancel the jobs, whatever its exit status (a job that already ended is none of
         the caller's errors)."""
-        return self._run(scancel_argv(job_ids, scancel=self.program("scancel")))
+        return self._run(self.resolve(scancel_argv(job_ids)))
+
+
+# --- as a program --------------------------------------------------------------------------
+
+USAGE = """usage: slurm_client.py COMMAND ARGS
+  reason NODE          the node's reason, "none" without one
+  drain NODE REASON    drain the node with the reason
+  resume NODE          resume the node
+  unhealthy            "NODE STATE" for each node out of service (HEALTHY_STATES), one a line
+  job-details JOB_ID   `scontrol show job -o -d` of the job, as Slurm prints it
+exit 0 done, 1 Slurm failed (its message on stderr), 2 usage"""
+
+
+def run_here(argv: Sequence[str]) -> CommandResult:
+    """Run argv on this machine (no shell); a missing program is exit status 127."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        return CommandResult(tuple(argv), 127, "", f"{argv[0]}: not found on PATH")
+    return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+
+def main(args: Sequence[str] | None = None, run: Run = run_here) -> int:
+    """The command line (USAGE); what it prints goes to stdout, a failure's one line to stderr.
+    (Written to sys.stdout and sys.stderr: Ansible's sanity test keeps print out of
+    module_utils.)"""
+    words = list(sys.argv[1:] if args is None else args)
+    client = SlurmClient(run)
+    command, rest = (words[0], words[1:]) if words else ("", [])
+    arity = {"reason": 1, "drain": 2, "resume": 1, "unhealthy": 0, "job-details": 1}
+    if arity.get(command) != len(rest):
+        sys.stderr.write(USAGE + "\n")
+        return 2
+    try:
+        if command == "reason":
+            nodes = client.nodes(rest)
+            sys.stdout.write((nodes[0].reason or "none" if nodes else "none") + "\n")
+        elif command == "drain":
+            client.update_nodes(rest[:1], "drain", rest[1])
+        elif command == "resume":
+            client.update_nodes(rest, "resume")
+        elif command == "unhealthy":
+            for node in client.nodes():
+                if not node.healthy:
+                    sys.stdout.write(f"{node.node} {node.long_state}\n")
+        else:
+            sys.stdout.write(client.check(scontrol_job_argv(rest[0], details=True)).stdout)
+    except SlurmError as error:
+        sys.stderr.write(f"slurm_client: {error}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

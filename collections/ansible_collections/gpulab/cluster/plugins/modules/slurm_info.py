@@ -17,9 +17,9 @@ description:
     partition (C(sinfo)) and the jobs in the queue (C(squeue)), and changes nothing.
   - Each node carries C(healthy), gpulab's one definition of a node in service (idle, mixed,
     allocated or completing, its slurmd answering, no drain flag), and C(unavailable) (down,
-    drained, draining or failed: it takes no new jobs until resumed).
+    drained, draining or failed, so that it takes no new jobs until resumed).
   - Runs on a host with the Slurm client commands and a readable slurm.conf, usually the controller.
-version_added: "1.1.0"
+version_added: "2.1.0"
 author: gpulab contributors (@gpulab)
 options:
   gather:

@@ -324,6 +324,13 @@ class SlurmJob:
         except SlurmError as error:
             raise SlurmJobError(str(error)) from None
 
+    def resolve(self, argv: list[str]) -> list[str]:
+        """argv with its program's path, as the client finds it."""
+        try:
+            return self.client.resolve(argv)
+        except SlurmError as error:
+            raise SlurmJobError(str(error)) from None
+
     def run(
         self, argv: list[str], stdin: str | None = None, env: dict[str, str] | None = None
     ) -> CommandResult:
@@ -400,7 +407,7 @@ class SlurmJob:
 
     def active_jobs(self) -> list[str]:
         """Your pending or running jobs named params['name'], oldest first."""
-        listed = self.run(squeue_named_argv(self.params["name"], squeue=self.tool("squeue")))
+        listed = self.run(self.resolve(squeue_named_argv(self.params["name"])))
         return sorted(
             (
                 job_id
@@ -419,7 +426,7 @@ class SlurmJob:
         else:
             targets = self.active_jobs()
         if targets and not self.check_mode:
-            self.run(scancel_argv(targets, scancel=self.tool("scancel")))
+            self.run(self.resolve(scancel_argv(targets)))
         return {"changed": bool(targets), "job_ids": targets}
 
 

@@ -13,17 +13,17 @@ DOCUMENTATION = r"""
 module: slurm_node
 short_description: Drain or resume Slurm nodes, or have Slurm read its configuration again
 description:
-  - O(state=drained) drains the nodes with O(reason) (C(scontrol update state=drain)): running
+  - O(state=drained) drains the nodes with O(reason) (C(scontrol update state=drain)); running
     jobs finish, no new job starts. A node already drained with this reason is left as it is;
     one drained with another reason gets this one, unless O(keep_reason=true).
   - O(state=resumed) resumes those of the nodes that are down, drained, draining or failed
     (C(scontrol update state=resume)); nodes in service are left as they are.
   - O(state=reconfigured) has slurmctld and every slurmd read slurm.conf again
-    (C(scontrol reconfigure)). It is an action, not a state: it runs, and reports a change,
+    (C(scontrol reconfigure)). It is an action, not a state; it runs, and reports a change,
     every time, so call it from a handler.
   - Reads the nodes first (C(sinfo --Node)), so that only what differs changes.
   - Runs on a host with the Slurm client commands and a readable slurm.conf, usually the controller.
-version_added: "1.1.0"
+version_added: "2.1.0"
 author: gpulab contributors (@gpulab)
 options:
   name:
@@ -156,7 +156,7 @@ class SlurmNode:
         if problem is not None:
             raise SlurmNodeError(problem)
         if self.params["state"] == "reconfigured":
-            argv = scontrol_reconfigure_argv(scontrol=self.client.program("scontrol"))
+            argv = self.client.resolve(scontrol_reconfigure_argv())
             if not self.check_mode:
                 self.client.check(argv)
             return {"changed": True, "cmd": argv}
@@ -179,8 +179,7 @@ class SlurmNode:
             },
         }
         if targets:
-            scontrol = self.client.program("scontrol")
-            result["cmd"] = scontrol_update_nodes_argv(names, state, reason, scontrol=scontrol)
+            result["cmd"] = self.client.resolve(scontrol_update_nodes_argv(names, state, reason))
             if not self.check_mode:
                 self.client.check(result["cmd"])
         return result
