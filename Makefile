@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: help setup image image-trixie image-arm64 lab lab-up lab-fresh lab-down converge converge-now test lint lint-python lint-ansible \
         test-payload test-collection test-sanity test-molecule test-debian13 test-faults test-mixed-arch \
-        test-rollout test-upgrade test-upgrade-path test-site test-airgap test-scenarios fuzz-long shaders collection
+        test-rollout test-upgrade test-upgrade-path test-site test-airgap test-monitoring test-scenarios fuzz-long shaders collection
 
 help:
 	@echo "make lab        install everything, build the lab image, start the lab, converge, validate, self-test"
@@ -175,6 +175,11 @@ test-mixed-arch: image image-arm64 collection
 # folder outside the repository with only an inventory and requirements.yml (molecule/site).
 test-site: image collection
 	bash lab/molecule-test.sh --scenario site
+
+# Alerts end to end (molecule/monitoring): a controller with Prometheus and Alertmanager and one
+# worker whose GPU health check is made to fail; the alert reaches a webhook, then resolves.
+test-monitoring: image collection
+	bash lab/molecule-test.sh --scenario monitoring
 
 # Configuration changes under running jobs: a reconfigure or restarts, as the role decides.
 test-rollout: image collection

@@ -120,4 +120,23 @@ done
 # start), the cache module by each Python start in the venv. Python still reads bytecode that
 # is there, and recompiles a module whose source is newer.
 "$VENV/bin/python" -m compileall -q payload/src "$site/gpulab_zipimport_cache.py"
+# promtool (`make test-rules`: the monitoring role's alert rules checked and unit-tested) from
+# the distribution's `prometheus` package, the one the monitoring role installs on the
+# servers, so the rules are checked by the version that runs them. Only the binary, into the
+# venv: installing the package here would also start a Prometheus daemon on this machine
+# (its init script, no systemd needed), listening on every interface. apt-get download
+# fetches it through this machine's apt configuration; `apt-get update` first where apt has
+# no lists yet.
+if [ ! -x "$VENV/bin/promtool" ]; then
+  step "promtool: from Debian's prometheus package into $VENV/bin"
+  debs=$(mktemp -d)
+  if ! (cd "$debs" && apt-get download -q prometheus >/dev/null 2>&1); then
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    (cd "$debs" && apt-get download -q prometheus >/dev/null)
+  fi
+  dpkg-deb --fsys-tarfile "$debs"/prometheus_*.deb | tar -xO ./usr/bin/promtool >"$VENV/bin/promtool.tmp"
+  chmod 0755 "$VENV/bin/promtool.tmp" && mv "$VENV/bin/promtool.tmp" "$VENV/bin/promtool"
+  rm -rf "$debs"
+fi
 step "setup done ($("$VENV/bin/python" --version), $(podman --version))"

@@ -2,7 +2,8 @@
 # `make test`'s checks, in two lanes at once: molecule's default scenario (the longest, about
 # 8 min) and the others (the native checks, the collection tests, the payload tests (the memory,
 # kernel and graph suites under the Vulkan validation layer), the two halves of lint,
-# ansible-test sanity). Every check of the sequential run, none dropped.
+# ansible-test sanity, the monitoring scenario's alerts end to end, the site's path). Every
+# check of the sequential run, none dropped.
 # The others are one queue, run from the start at the lowest CPU priority (nice 19, their
 # containers too) on what molecule leaves of the cores: molecule's steps follow each other and
 # decide when the run ends, so they take the cores whenever they need them, and a queued check
@@ -29,7 +30,7 @@ mkdir -p "$logs"
 timings=$PWD/$logs/molecule-timings
 rm -f "$logs"/*.log "$logs"/*.status "$timings"
 prebuilt=(-o setup -o collection -o image -o native)
-other_checks=(native-sanitize native-arm64 test-payload test-collection lint-ansible lint-python test-sanity test-site)
+other_checks=(native-sanitize native-arm64 test-payload test-collection lint-ansible lint-python test-sanity test-monitoring test-site)
 after_cold_converge=test-collection
 
 # Machine-wide CPU time, busy and in all, in seconds: what the run used of what 2 x its

@@ -4,8 +4,9 @@ submission, GPU timestamps) against torch eager running the same ops in the same
     PYTHONPATH=payload/src python3 payload/benchmarks/graph_vs_torch.py [--log2n 24] [--runs 20]
 
 Prints one JSON object: the GPU time of the Vulkan submission (first to last timestamp, i.e.
-the sum of the per-node times), torch's time between CUDA events around the same ten ops, the
-median over runs after one warm-up, and how far the two disagree on the scalar outputs.
+the sum of the per-node times), fused (the default) and with `--no-fuse` (`vulkan_no_fuse`),
+each with its dispatch count and fused groups; torch's time between CUDA events around the same
+ten ops; the median over runs after one warm-up, and how far they disagree on the scalars.
 """
 
 from __future__ import annotations
@@ -48,11 +49,11 @@ def ten_nodes(n: int) -> dict[str, Any]:
 
 
 def vulkan_times(
-    document: dict[str, Any], runs: int, gap_s: float = 0.0
+    document: dict[str, Any], runs: int, gap_s: float = 0.0, fuse: bool = True
 ) -> tuple[list[float], dict[str, float], Any]:
     graph = load_graph(document)
     gpu_ms: list[float] = []
-    with Runner("vulkan") as runner:
+    with Runner("vulkan", fuse=fuse) as runner:
         runner.run(graph)  # warm-up: pipelines and the recording
         for _ in range(runs):
             time.sleep(gap_s)  # an idle GPU before the run, as between separate jobs
@@ -61,7 +62,14 @@ def vulkan_times(
         executor = runner.executor("vulkan")
         recorded = getattr(executor, "recorded", None)
     outputs = {name: float(value) for name, value in result.outputs.items()}
-    return gpu_ms, outputs, {"recordings": recorded, "device": result.device}
+    about = {
+        "recordings": recorded,
+        "device": result.device,
+        "dispatches": result.dispatches,
+        "fusion": result.fusion,
+        "fused": result.fused,
+    }
+    return gpu_ms, outputs, about
 
 
 def torch_times(document: dict[str, Any], runs: int) -> tuple[list[float], dict[str, float]]:
@@ -108,20 +116,25 @@ def main() -> None:
     args = parser.parse_args()
     document = ten_nodes(1 << args.log2n)
     began = time.perf_counter()
-    gpu_ms, vulkan_out, about = vulkan_times(document, args.runs, args.gap_ms / 1e3)
     report: dict[str, Any] = {
         "n": 1 << args.log2n,
         "nodes": len(document["nodes"]),
         "runs": args.runs,
-        "vulkan": {
+    }
+    for key, fuse in (("vulkan", True), ("vulkan_no_fuse", False)):
+        gpu_ms, outputs, about = vulkan_times(document, args.runs, args.gap_ms / 1e3, fuse)
+        report[key] = {
             "gpu_ms_median": statistics.median(gpu_ms),
             "gpu_ms_min": min(gpu_ms),
             "gpu_ms_runs": [round(ms, 4) for ms in gpu_ms],
             "gap_ms": args.gap_ms,
             **about,
-        },
-        "vulkan_outputs": vulkan_out,
-    }
+        }
+        report[f"{key}_outputs"] = outputs
+    vulkan_out = report["vulkan_outputs"]
+    report["fused_speedup"] = (
+        report["vulkan_no_fuse"]["gpu_ms_median"] / report["vulkan"]["gpu_ms_median"]
+    )
     if not args.no_torch:
         torch_ms, torch_out = torch_times(document, args.runs)
         report["torch"] = {"ms_median": statistics.median(torch_ms), "ms_min": min(torch_ms)}
@@ -129,9 +142,8 @@ def main() -> None:
         report["max_rel_diff"] = max(
             abs(vulkan_out[k] - torch_out[k]) / max(abs(torch_out[k]), 1e-30) for k in torch_out
         )
-        report["vulkan_over_torch"] = report["vulkan"]["gpu_ms_median"] / statistics.median(
-            torch_ms
-        )
+        for key in ("vulkan", "vulkan_no_fuse"):
+            report[f"{key}_over_torch"] = report[key]["gpu_ms_median"] / statistics.median(torch_ms)
     report["wall_s"] = time.perf_counter() - began
     print(json.dumps(report, indent=2))
 

@@ -3,10 +3,12 @@
     python3 payload/benchmarks/pipeline_statistics.py [--spv PATH] TILE [TILE ...]
 
 TILE is XxYxD as GPULAB_MATMUL_TILE spells it, with `s` appended for subgroup tiling (e.g.
-32x16x8s). It needs a driver with VK_KHR_pipeline_executable_properties (NVIDIA's has it,
-lavapipe's does not: then it says so and exits 3). It talks to the `vulkan` binding directly,
-because gpulab's device does not enable that extension (it would slow every pipeline's
-creation for a tuning aid). One line per tile, for example on the H200 (4 Dec 2026):
+32x16x8s), or a plan with a tile as GPULAB_MATMUL_VARIANT spells it (16x16x8w+staged,
+16x16x8+split4: those compile matmul_split.spv; --spv replaces both builds). It needs a driver
+with VK_KHR_pipeline_executable_properties (NVIDIA's has it, lavapipe's does not: then it says
+so and exits 3). It talks to the `vulkan` binding directly, because gpulab's device does not
+enable that extension (it would slow every pipeline's creation for a tuning aid). One line per
+tile, for example on the H200 (4 Dec 2026):
 
     32x16x8s: Register Count=123 ... Shared Memory Size=24832
 """
@@ -20,6 +22,8 @@ from importlib import resources
 from pathlib import Path
 
 import vulkan as vk
+from gpulab.kernels.matmul_tiles import parse_plan
+from gpulab.kernels.pipelines import PUSH_CONSTANT_BYTES
 
 EXTENSION = "VK_KHR_pipeline_executable_properties"
 CAPTURE_STATISTICS = 0x40  # VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR
@@ -32,11 +36,12 @@ def _value(statistic: object) -> object:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("tiles", nargs="+", help="XxYxD, with s appended for subgroup tiling")
+    parser.add_argument("tiles", nargs="+", help="XxYxD[s], or a plan naming a tile")
     parser.add_argument("--spv", help="matmul SPIR-V (default: the package's)")
     args = parser.parse_args()
-    shader = Path(args.spv) if args.spv else resources.files("gpulab.shaders") / "matmul.spv"
-    code = shader.read_bytes()
+    plans = [parse_plan(text) for text in args.tiles]
+    if any(plan.tile is None for plan in plans):
+        parser.error("every TILE must name a tile (XxYxD)")
     app = vk.VkApplicationInfo(apiVersion=vk.VK_MAKE_VERSION(1, 3, 0))
     instance = vk.vkCreateInstance(vk.VkInstanceCreateInfo(pApplicationInfo=app), None)
     physical = vk.vkEnumeratePhysicalDevices(instance)[0]
@@ -74,7 +79,9 @@ def main() -> int:
     set_layout = vk.vkCreateDescriptorSetLayout(
         device, vk.VkDescriptorSetLayoutCreateInfo(bindingCount=3, pBindings=bindings), None
     )
-    push = vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=16)
+    push = vk.VkPushConstantRange(
+        stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=PUSH_CONSTANT_BYTES
+    )
     layout = vk.vkCreatePipelineLayout(
         device,
         vk.VkPipelineLayoutCreateInfo(
@@ -85,19 +92,30 @@ def main() -> int:
         ),
         None,
     )
-    module = vk.vkCreateShaderModule(
-        device, vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code), None
-    )
+    modules = {}
+    for name in ("matmul", "matmul_split"):
+        shader = resources.files("gpulab.shaders") / f"{name}.spv"
+        code = Path(args.spv).read_bytes() if args.spv else shader.read_bytes()
+        modules[name] = vk.vkCreateShaderModule(
+            device, vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code), None
+        )
     print(device_name)
-    for tile in args.tiles:
-        tiled = tile.endswith("s")
-        x, y, depth = (int(part) for part in tile.rstrip("s").split("x"))
+    for tile_text, plan in zip(args.tiles, plans, strict=True):
+        tile = plan.tile
+        assert tile is not None
+        split = plan.split_shader
+        module = modules["matmul_split" if split else "matmul"]
+        values = tile.split_specialization(plan.staged) if split else tile.specialization
         entries = [
-            vk.VkSpecializationMapEntry(constantID=i, offset=4 * i, size=4) for i in range(4)
+            vk.VkSpecializationMapEntry(constantID=i, offset=4 * n, size=4)
+            for n, (i, _) in enumerate(values)
         ]
-        data = struct.pack("4I", x, y, depth, int(tiled))
+        data = struct.pack(f"{len(values)}I", *(int(value) for _, value in values))
         specialization = vk.VkSpecializationInfo(
-            mapEntryCount=4, pMapEntries=entries, dataSize=len(data), pData=vk.ffi.from_buffer(data)
+            mapEntryCount=len(entries),
+            pMapEntries=entries,
+            dataSize=len(data),
+            pData=vk.ffi.from_buffer(data),
         )
         stage = vk.VkPipelineShaderStageCreateInfo(
             stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
@@ -114,9 +132,10 @@ def main() -> int:
         for index, _ in enumerate(executables(device, info)):
             executable = vk.VkPipelineExecutableInfoKHR(pipeline=pipeline, executableIndex=index)
             figures += [f"{s.name}={_value(s)}" for s in statistics(device, executable)]
-        print(f"{tile}: {' '.join(figures)}", flush=True)
+        print(f"{tile_text}: {' '.join(figures)}", flush=True)
         vk.vkDestroyPipeline(device, pipeline, None)
-    vk.vkDestroyShaderModule(device, module, None)
+    for module in modules.values():
+        vk.vkDestroyShaderModule(device, module, None)
     vk.vkDestroyPipelineLayout(device, layout, None)
     vk.vkDestroyDescriptorSetLayout(device, set_layout, None)
     vk.vkDestroyDevice(device, None)

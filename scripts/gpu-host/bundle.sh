@@ -7,9 +7,11 @@
 #                              a bare Ubuntu 24.04 lacks (slurm.sh unpacks only those it lacks)
 #   build/gpu-host/debs/gl     the Vulkan loader and libglvnd, which NVIDIA's ICD loads
 #   build/gpu-host/debs/tools  vulkaninfo and its X libraries (unpacked apart, into /opt/gpulab-vt)
-#   build/gpu-host/debs/vvl    the Khronos validation layer, for the payload's suites under it
-#                              (slurm.sh leaves it alone; docs/kernels.md says how to run them)
+#   build/gpu-host/debs/vvl    the Khronos validation layer and glslc, for the payload's suites
+#                              under the layer and its user kernels (scripts/gpu-host/kernel-checks.sh;
+#                              slurm.sh leaves them alone)
 #   build/gpu-host/wheels      ansible-core and its dependencies for the host's Python
+#   build/gpu-host/wheels-test pytest, hypothesis and the payload's own dependencies, for kernel-checks.sh
 # Usage: scripts/gpu-host/bundle.sh [PYTHON_VERSION]   (default 3.12: Ubuntu 24.04's)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,8 +32,9 @@ slurm_debs=(slurmd slurmctld slurm-client slurm-wlm-basic-plugins libslurm38 mun
   libhwloc15 liblua5.1-0 libdbus-1-3 libjson-c5 libyaml-0-2)
 gl_debs=(libvulkan1 libglvnd0 libegl1 libgl1 libglx0 libopengl0 libgles2)
 tool_debs=(vulkan-tools libwayland-client0 libx11-6 libx11-data libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
-# The layer's own dependencies (libc6, libgcc-s1, libstdc++6 >= 12) are on any Ubuntu 24.04 already.
-vvl_debs=(vulkan-validationlayers)
+# The layer's and glslc's own dependencies (libc6, libgcc-s1, libstdc++6 >= 12) are on any Ubuntu
+# 24.04 already.
+vvl_debs=(vulkan-validationlayers glslc libshaderc1)
 
 fetch() {
   local dir=$1; shift
@@ -54,6 +57,11 @@ python3=${PYTHON:-.venv/bin/python}
   --dest "$bundle/wheels" "ansible-core==$("$python3" -c 'import ansible; print(ansible.__version__)')" \
   "cryptography>=42,<51"
 say "wheels: $(ls "$bundle/wheels" | wc -l) for Python $python_version ($(du -sh "$bundle/wheels" | cut -f1))"
+rm -rf "$bundle/wheels-test" && mkdir -p "$bundle/wheels-test"
+"$python3" -m pip download --quiet --only-binary=:all: --python-version "$python_version" \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+  --dest "$bundle/wheels-test" pytest hypothesis cffi vulkan jsonschema
+say "test wheels: $(ls "$bundle/wheels-test" | wc -l) for Python $python_version ($(du -sh "$bundle/wheels-test" | cut -f1))"
 
 # The payload role's own build tasks, for one worker of this architecture and Python.
 target="$(uname -m)-cp${python_version/./}"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -95,20 +97,41 @@ def test_runner_passes_an_argument_list_and_stdin() -> None:
     assert SlurmRunner(module).which("sbatch") is None
 
 
-# The one source of the Slurm client and of the NVIDIA driver reader: the collection's
-# module_utils (a git install of the collection has them); the payload's modules are links to
-# them, which the wheel build resolves.
+# The one source of the Slurm client, of the NVIDIA driver reader, of which device file is
+# which GPU and of the reader of Slurm's GPU environment: the collection's module_utils (a git
+# install of the collection has them); the payload's modules are links to them, which the
+# wheel build resolves.
 SLURM_CLIENT = REPO / "payload/src/gpulab/submit/slurm_client.py"
 NVIDIA_DRIVER = REPO / "payload/src/gpulab/backends/nvidia_driver.py"
+GPU_FILES = REPO / "payload/src/gpulab/backends/gpu_files.py"
+SLURM_GPU_ENV = REPO / "payload/src/gpulab/backends/slurm_gpu_env.py"
+SHARED = [SLURM_CLIENT, NVIDIA_DRIVER, GPU_FILES, SLURM_GPU_ENV]
 COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
 
 
-@pytest.mark.parametrize("link", [SLURM_CLIENT, NVIDIA_DRIVER], ids=lambda p: p.name)
+@pytest.mark.parametrize("link", SHARED, ids=lambda p: p.name)
 def test_the_payloads_shared_modules_are_links_to_the_collections(link: Path) -> None:
     source = COLLECTION / "plugins/module_utils" / link.name
     assert link.is_symlink(), f"{link.relative_to(REPO)}: a link to {source.relative_to(REPO)}"
     assert link.resolve() == source.resolve()
     assert not source.is_symlink(), "ansible-galaxy skips links: the collection holds the file"
+
+
+@pytest.mark.parametrize("link", SHARED, ids=lambda p: p.name)
+def test_a_shared_module_imports_what_both_sides_have(link: Path) -> None:
+    """Python 3.8's syntax (ansible-core's oldest target Python), the standard library, and
+    other shared modules only, relatively: the sibling the link's folder holds in the payload,
+    the module_utils file in the collection."""
+    tree = ast.parse(link.read_text(), feature_version=(3, 8))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            assert node.level == 1 and node.module, ast.unparse(node)
+            sibling = link.with_name(f"{node.module}.py")
+            assert sibling in SHARED and sibling.parent == link.parent, ast.unparse(node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            top = {str(name).split(".")[0] for name in names}
+            assert top <= sys.stdlib_module_names | {"__future__"}, ast.unparse(node)
 
 
 def test_the_wheel_ships_the_slurm_client_as_a_module_of_gpulab_submit() -> None:
@@ -117,6 +140,21 @@ def test_the_wheel_ships_the_slurm_client_as_a_module_of_gpulab_submit() -> None
 
     assert Path(slurm_client.__file__) == SLURM_CLIENT
     assert "gpulab.submit" in find_packages(str(REPO / "payload/src"))
+
+
+def test_the_payload_imports_the_shared_device_files_module_through_its_link() -> None:
+    # gpu_files imports nvidia_driver relatively: in the payload that is the payload's link.
+    from gpulab.backends import gpu_files, nvidia_driver  # noqa: PLC0415 - the payload's
+
+    assert Path(gpu_files.__file__) == GPU_FILES
+    assert gpu_files.nvidia_gpus is nvidia_driver.nvidia_gpus
+
+
+def test_the_payload_reads_slurms_gpu_environment_through_the_shared_module() -> None:
+    from gpulab.backends import slurm_gpu_env, slurm_gpus  # noqa: PLC0415 - the payload's
+
+    assert Path(slurm_gpu_env.__file__) == SLURM_GPU_ENV
+    assert slurm_gpus.id_variable is slurm_gpu_env.id_variable
 
 
 def test_ansible_ships_the_slurm_client_with_the_module(tmp_path: Path) -> None:
@@ -169,7 +207,7 @@ def test_build_packs_the_roles_and_the_module(tmp_path: Path) -> None:
     (built,) = tmp_path.glob("gpulab-cluster-*.tar.gz")
     with tarfile.open(built) as tarball:
         names = set(tarball.getnames())
-        for source in (SLURM_CLIENT, NVIDIA_DRIVER):
+        for source in SHARED:
             packed = tarball.extractfile(f"plugins/module_utils/{source.name}")
             assert packed is not None
             assert packed.read() == source.read_bytes()

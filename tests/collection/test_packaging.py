@@ -166,7 +166,7 @@ def test_the_installed_collection_has_every_role_plugin_and_playbook(installed: 
     for kind in ("modules", "module_utils", "filter"):
         shipped = {path.name for path in (tree / "plugins" / kind).glob("*.py")}
         assert shipped == {path.name for path in (COLLECTION / "plugins" / kind).glob("*.py")}
-    for name in ("slurm_client.py", "nvidia_driver.py"):
+    for name in ("slurm_client.py", "nvidia_driver.py", "gpu_files.py", "slurm_gpu_env.py"):
         assert (tree / "plugins/module_utils" / name).read_bytes() == (
             COLLECTION / "plugins/module_utils" / name
         ).read_bytes()
@@ -185,7 +185,9 @@ def test_the_tarball_carries_the_payload_sdist(installed: Path) -> None:
     with tarfile.open(sdist) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
         top = {name.split("/", 1)[0] for name in archive.getnames()}
+        links = [member.name for member in archive.getmembers() if member.issym()]
     assert len(top) == 1  # gpulab-VERSION/
+    assert links == []  # the shared modules (links in the tree) are in it as files
     assert {
         "pyproject.toml",
         "setup.py",
@@ -193,6 +195,9 @@ def test_the_tarball_carries_the_payload_sdist(installed: Path) -> None:
         "native/CMakeLists.txt",
         "native/cmake/aarch64-linux-gnu.cmake",
         "src/gpulab/submit/slurm_client.py",
+        "src/gpulab/backends/nvidia_driver.py",
+        "src/gpulab/backends/gpu_files.py",
+        "src/gpulab/backends/slurm_gpu_env.py",
         "src/gpulab/examples/saxpy_norm.json",
     } <= names
     assert [n for n in names if "/_lib/" in n or n.endswith((".so", ".o"))] == []

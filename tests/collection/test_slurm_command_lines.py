@@ -41,7 +41,9 @@ PROSE = (".md", ".md.j2", ".txt", ".rst")
 YAML_ARGV = re.compile(
     rf"\[\s*[\"']?{COMMANDS}[\"']?\s*[,\]]"  # argv: [sinfo, ...]
     rf"|^\s*-\s*[\"']?{COMMANDS}[\"']?\s*$"  # argv: as a block list
-    rf"|(?<!C\()\b{COMMANDS}\s+(?:--?\w|show\s|update\s|ping\b)"  # a shell string, not C(doc)
+    # A shell string; not prose that names a command in parentheses or backquotes, as an
+    # ansible-doc C(sinfo -V) or an alert's "(sinfo -R)" does ("$(sinfo ...)" is code).
+    rf"|(?<![^$]\()(?<!`)\b{COMMANDS}\s+(?:--?\w|show\s|update\s|ping\b)"
 )
 SHELL = re.compile(
     rf"(?:^|[|;&(`]|\$\(|\bexec\s+|\btimeout\s+\S+\s+|\bpodman\s+exec\s+(?:-\w+\s+)*\S+\s+)"
@@ -127,6 +129,7 @@ def test_no_slurm_command_line_outside_the_client() -> None:
         ("x.yml", "- name: Read\n  ansible.builtin.command:\n    argv: [sinfo, --noheader]\n"),
         ("x.yml", "  argv:\n    - scontrol\n    - reconfigure\n"),
         ("x.yml", "  ansible.builtin.shell: squeue --noheader | wc -l\n"),
+        ("x.yml", "  ansible.builtin.shell: n=$(sinfo --noheader | wc -l)\n"),
         ("x.sh", "#!/bin/sh\nstate=$(sinfo --noheader)\n"),
         ("x.sh", "timeout 5 scontrol update nodename=a state=resume\n"),
         ("x.sh", "podman exec -i lab-controller1 scancel 5\n"),
@@ -144,6 +147,8 @@ def test_the_grep_finds_command_lines(path: str, text: str) -> None:
     [
         ("x.yml", "# argv: [sinfo, --noheader]\n"),
         ("x.yml", '    msg: "slurm: scontrol reconfigure: {{ reasons }}"\n'),
+        ("x.yml", '  description: "worker1 is drained (sinfo -R)."\n'),
+        ("x.yml", "  description: A version or C(sinfo -V) output.\n"),
         ("x.sh", '#!/bin/sh\nlog err "scontrol could not drain $node"\n'),
         ("x.py", 'raise Unreachable(f"sinfo on {where}: {message}")\n'),
         ("x.py", 'def f():\n    """Polls scontrol show job until it ends."""\n'),

@@ -173,6 +173,18 @@ def test_a_gpu_given_but_a_cpu_device_used_is_named() -> None:
     assert summary["ran_on"].endswith(": cpu device, not the GPU Slurm gave")
 
 
+def test_the_given_gpus_are_read_from_the_variable_the_payload_reads() -> None:
+    """The step's ids before the job's, as gpulab.backends.slurm_gpus picks them (both read
+    module_utils/slurm_gpu_env.py); an empty variable is none."""
+    env = {"SLURM_STEP_GPUS": "1", "SLURM_JOB_GPUS": "0,1"}
+    result = node_json(**_ran(DEVICE)) | {"slurm": {"job": "", "env": env}}
+    assert validation_summary(result, "worker1")["gres"] == "gpu:1(IDX:1)"
+    result["slurm"]["env"] = {"SLURM_STEP_GPUS": " ", "SLURM_JOB_GPUS": "0,1"}
+    assert validation_summary(result, "worker1")["gres"] == "gpu:2(IDX:0,1)"
+    result["slurm"]["env"] = {"SLURM_JOB_GPUS": ""}
+    assert validation_summary(result, "worker1")["gres"] == "-"
+
+
 def test_a_gpu_asked_for_and_not_given_fails() -> None:
     summary = validation_summary(node_json(), "worker1", gres="gpu:1")
     assert summary["checks"][1] == {

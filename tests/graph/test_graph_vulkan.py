@@ -50,7 +50,8 @@ def host_chain(x: np.ndarray[Any, np.dtype[np.float32]], length: int) -> Any:
 def test_recording_is_reused_and_intermediates_share_memory() -> None:
     graph = load_graph(chain(10_000, 8))
     x = np.random.default_rng(3).uniform(0, 1, 10_000).astype(np.float32)
-    with Runner("vulkan") as runner:
+    # Unfused: every intermediate gets memory (fused, only the kept ones do; see below).
+    with Runner("vulkan", fuse=False) as runner:
         first = runner.run(graph)
         second = runner.run(graph)
         executor = runner.executor("vulkan")
@@ -63,6 +64,30 @@ def test_recording_is_reused_and_intermediates_share_memory() -> None:
     assert pool["hits"] >= 4, pool
     assert [n.timer for n in first.nodes] == ["gpu"] * 9
     assert all(n.time_ms > 0 for n in first.nodes)
+    assert first.dispatches is not None and first.dispatches >= 9
+    assert first.fusion == "off (--no-fuse)" and first.fused == []
+
+
+def test_a_chain_and_its_sum_run_as_one_shader() -> None:
+    graph = load_graph(chain(10_000, 8))
+    x = np.random.default_rng(3).uniform(0, 1, 10_000).astype(np.float32)
+    with Runner("vulkan") as runner:
+        fused = runner.run(graph)
+    with Runner("vulkan", fuse=False) as runner:
+        unfused = runner.run(graph)
+    assert fused.fusion == "on"
+    assert fused.fused == [[*(f"v{i}" for i in range(8)), "total"]]
+    # One pass over the elements, then the reduction's combining passes.
+    assert fused.dispatches is not None and unfused.dispatches is not None
+    assert fused.dispatches == unfused.dispatches - 8
+    np.testing.assert_allclose(fused.outputs["v7"], host_chain(x, 8), rtol=1e-6)
+    np.testing.assert_allclose(fused.outputs["total"], unfused.outputs["total"], rtol=1e-5)
+    # Only v7 (an output) and total were written: no intermediate took memory.
+    assert fused.memory is not None and unfused.memory is not None
+    assert fused.memory["pool"]["misses"] < unfused.memory["pool"]["misses"]
+    document = fused.to_json()
+    assert document["timing"]["dispatches"] == fused.dispatches
+    assert document["fused"] == fused.fused and document["fusion"] == "on"
 
 
 def test_new_input_values_reuse_the_recording(tmp_path: Path) -> None:

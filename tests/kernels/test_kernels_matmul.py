@@ -1,5 +1,6 @@
 """matmul's register-blocked kernel: the tile chosen per device, and exact results for every
-tile shape at shapes that are not multiples of it (edges, vec4 and scalar loads)."""
+tile shape at shapes that are not multiples of it (edges, vec4 and scalar loads); the plans
+(split-K, staged stores) per shape regime, and exact results for each."""
 
 from __future__ import annotations
 
@@ -7,16 +8,24 @@ import dataclasses
 
 import numpy as np
 import pytest
-from gpulab.kernels import Kernels, matmul_tiles
+from gpulab.kernels import DeviceArray, Input, Kernels, OwnedArray, matmul_tiles
 from gpulab.kernels.matmul_tiles import (
     CANDIDATES,
+    DEVICE_PLANS,
+    REGIMES,
     TILE_VARIABLE,
+    VARIANT_VARIABLE,
+    MatmulPlan,
     MatmulTile,
+    choose_plans,
     choose_tiles,
+    parse_plan,
+    regime,
+    split_depth,
     tile_for,
 )
 from gpulab.ops import reference, tolerance
-from gpulab.vk import Device, DeviceInfo
+from gpulab.vk import CommandPool, Device, DeviceInfo
 
 SHAPES = [(1, 1, 1), (3, 5, 7), (33, 7, 65), (67, 64, 68), (130, 17, 129), (128, 128, 128)]
 """(m, k, n): single elements, k not a multiple of 4 (scalar loads of A), n not a multiple
@@ -100,3 +109,136 @@ def test_every_tile_is_exact_at_awkward_shapes(
             inputs = {"A": a, "B": b}
             outcome = tolerance.compare("matmul", got, reference.matmul(a, b), inputs, {})
             assert outcome.ok, ((m, k, n), tile, outcome)
+
+
+PLAN_SHAPES = [*SHAPES, (33, 17, 65), (257, 33, 255), (130, 100, 129), (67, 200, 36)]
+"""SHAPES, and: 4097x33x4095 scaled down (thin k, n odd), k over several slices with a short
+last slice, n a multiple of 4 but not of the block."""
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "auto",
+        "16x16x8+split4",
+        "8x8x8+split3",
+        "split2",
+        "staged",
+        "32x16x8s+staged",
+        "16x8x8+split16+staged",
+        "8x16x8+staged",
+        "2x2x4+split2+staged",
+        "16x16x8w",
+        "8x16x8w+split2+staged",
+        "8x8x8sw+split3",
+    ],
+)
+def test_every_plan_is_exact_at_awkward_shapes(
+    device: Device, monkeypatch: pytest.MonkeyPatch, variant: str
+) -> None:
+    monkeypatch.setenv(VARIANT_VARIABLE, variant)
+    rng = np.random.default_rng(50)
+    with Kernels(device) as kernels:
+        for m, k, n in PLAN_SHAPES:
+            a = rng.standard_normal((m, k)).astype(np.float32)
+            b = rng.standard_normal((k, n)).astype(np.float32)
+            got = kernels.run("matmul", A=a, B=b)
+            inputs = {"A": a, "B": b}
+            outcome = tolerance.compare("matmul", got, reference.matmul(a, b), inputs, {})
+            assert outcome.ok, ((m, k, n), variant, outcome)
+
+
+def test_split_k_adds_one_dispatch_and_needs_scratch(
+    device: Device, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(VARIANT_VARIABLE, "16x16x8+split4")
+    arrays: list[OwnedArray] = []
+
+    def scratch(nbytes: int) -> DeviceArray:
+        arrays.append(OwnedArray(device, (-(-nbytes // 4),), mappable=False))
+        return arrays[-1].array
+
+    with Kernels(device) as kernels, CommandPool(device) as pool:
+        a, b, out = (scratch(4 * 64 * 128), scratch(4 * 128 * 64), scratch(4 * 64 * 64))
+        inputs: dict[str, Input] = {
+            "A": DeviceArray(a.buffer, (64, 128)),
+            "B": DeviceArray(b.buffer, (128, 64)),
+        }
+        result = DeviceArray(out.buffer, (64, 64))
+        cmd = pool.allocate()
+        cmd.begin()
+        split = kernels.record(cmd, "matmul", inputs, result, scratch=scratch)
+        alone = kernels.record(cmd, "matmul", inputs, result)  # no scratch: one slice
+        cmd.end()
+        assert (split.dispatches, alone.dispatches) == (2, 1)
+        assert arrays[3].array.size == 4 * 64 * 64  # four slices of 32 depths
+    for array in arrays:
+        array.close()
+
+
+def test_plans_parse_and_spell_back() -> None:
+    plan = parse_plan("16x16x8s+split4+staged")
+    assert plan == MatmulPlan(MatmulTile(16, 16, 8, subgroup_tiles=True), 4, staged=True)
+    for spelling in ("auto", "16x16x8", "split2", "staged", "32x16x8s+split3+staged", "8x8x8sw"):
+        assert parse_plan(spelling).spelling == spelling
+    wrong_ones = (
+        "",
+        "fast",
+        "16x16",
+        "16x16x8ws",
+        "split0",
+        "split17",
+        "auto+split2",
+        "split2+split3",
+    )
+    for wrong in wrong_ones:
+        with pytest.raises(ValueError, match="expected auto or parts joined by"):
+            parse_plan(wrong)
+
+
+def test_regimes_and_slices() -> None:
+    assert regime(4097, 33, 4095) == "thin_k"
+    assert regime(1000, 1000, 1000) == regime(1024, 1024, 1024) == "small"
+    assert regime(2048, 2048, 2048) == "medium"
+    assert regime(4096, 4096, 4096) == regime(8192, 8192, 8192) == "large"
+    assert split_depth(1024, 4, 8) == (256, 4)
+    assert split_depth(1000, 4, 8) == (256, 4)  # the last slice 232 deep
+    assert split_depth(100, 16, 8) == (8, 13)  # never an empty slice
+    assert split_depth(5, 4, 8) == (8, 1)
+
+
+def test_plans_come_from_the_table_or_the_variable(
+    device: Device, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nvidia = dataclasses.replace(
+        _limits(device.info, 49152, 1024, 32, kind="discrete"), vendor_id=0x10DE
+    )
+    monkeypatch.setitem(DEVICE_PLANS, "nvidia", {"small": "16x16x8+split4"})
+    plans = choose_plans(nvidia)
+    assert plans["small"] == MatmulPlan(MatmulTile(16, 16, 8), 4)
+    assert plans["large"] == MatmulPlan()
+    assert set(choose_plans(device.info).values()) == {MatmulPlan()}  # lavapipe: other
+    monkeypatch.setenv(VARIANT_VARIABLE, "staged")
+    assert set(choose_plans(nvidia).values()) == {MatmulPlan(staged=True)}
+    # staged stores put each invocation's row of C in B's two panels
+    monkeypatch.setenv(VARIANT_VARIABLE, "8x32x8+staged")
+    with pytest.raises(ValueError, match="staged stores need threads_y <= 2 depth, got 32"):
+        choose_plans(nvidia)
+
+
+def test_wide_tiles_run_the_split_build_with_twice_the_columns() -> None:
+    plan = parse_plan("16x16x8w")
+    assert plan.tile is not None and plan.split_shader
+    assert (plan.tile.block_rows, plan.tile.block_cols) == (128, 256)
+    assert plan.tile.split_specialization(staged=False)[-2:] == ((4, False), (5, 4))
+    assert not parse_plan("16x16x8").split_shader
+
+
+def test_every_table_entry_is_a_plan_of_a_regime(device: Device) -> None:
+    h100 = dataclasses.replace(
+        _limits(device.info, 49152, 1024, 32, kind="discrete"), vendor_id=0x10DE
+    )
+    for plans in DEVICE_PLANS.values():
+        assert set(plans) <= set(REGIMES)
+        for spelling in plans.values():
+            assert parse_plan(spelling).problem(h100) is None, spelling

@@ -106,6 +106,8 @@ def test_small_arrays_are_not_imported(device: Device) -> None:
             "imported": 0,
             "staged": 1,
             "direct": 0,
+            "file": 0,
+            "file_direct": 0,
         }
         target.free()
 

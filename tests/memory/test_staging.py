@@ -3,6 +3,9 @@ boundaries, both ways; device memory the host cannot map always goes through the
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 from gpulab.memory import MemoryManager, Stager
@@ -133,4 +136,86 @@ def test_a_grown_ring_still_moves_smaller_transfers(device: Device) -> None:
         for data in (large, small):
             stager.upload(data, target)
             np.testing.assert_array_equal(stager.download(target, data.shape, np.uint8), data)
+        target.free()
+
+
+def _file_of(tmp_path: Path, data: bytes) -> Path:
+    path = tmp_path / "region.bin"
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.usefixtures("unmappable_device_memory")
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_file_region_streams_through_the_ring(
+    device: Device, tmp_path: Path, threads: int
+) -> None:
+    """Chunks of a region (not a multiple of the chunk, several rings' worth) read into the
+    ring and copied by the device; inspect sees every chunk once, at its offset."""
+    rng = np.random.default_rng(6)
+    header, body = rng.bytes(128), rng.bytes(7 * CHUNK + 1234)
+    path = _file_of(tmp_path, header + body + rng.bytes(99))
+    seen: list[tuple[int, bytes]] = []
+    with (
+        MemoryManager(device) as manager,
+        Stager(manager, chunk_bytes=CHUNK, slots=2, threads=threads, threaded_from=0) as stager,
+        path.open("rb") as stream,
+    ):
+        target = manager.allocate(len(body) + 16)
+        stager.upload_file(
+            stream.fileno(), 128, len(body), target, lambda c, at: seen.append((at, c.tobytes()))
+        )
+        back = stager.download(target, len(body), np.uint8)
+        assert back.tobytes() == body
+        assert stager.counts["upload"]["file"] == 1
+        assert len(stager._rings["readback"]) == 2  # the ring downloads use, of `slots`
+        stats = stager.stats()
+        assert stats["staging_bytes"] == 2 * CHUNK and stats["staging_alloc_ms"] > 0.0
+        target.free()
+    assert sorted(seen) == [(at, body[at : at + CHUNK]) for at in range(0, len(body), CHUNK)]
+
+
+def test_a_file_region_is_read_straight_into_mapped_cached_memory(
+    device: Device, tmp_path: Path
+) -> None:
+    body = np.random.default_rng(7).bytes(3 * CHUNK + 5)
+    path = _file_of(tmp_path, b"xy" + body)
+    with (
+        MemoryManager(device) as manager,
+        Stager(manager, chunk_bytes=CHUNK, threads=2, threaded_from=0) as stager,
+        path.open("rb") as stream,
+    ):
+        target = manager.allocate(len(body), kind="readback")  # HOST_CACHED, mapped
+        stager.upload_file(stream.fileno(), 2, len(body), target)
+        assert target.read(np.uint8, len(body)).tobytes() == body
+        assert stager.counts["upload"]["file_direct"] == 1
+        assert "readback" not in stager._rings
+        target.free()
+
+
+@pytest.mark.usefixtures("unmappable_device_memory")
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_short_file_or_a_refusing_inspect_stops_the_upload(
+    device: Device, tmp_path: Path, threads: int
+) -> None:
+    path = _file_of(tmp_path, bytes(5 * CHUNK))
+
+    def refuse(chunk: np.ndarray[Any, Any], at: int) -> None:
+        if at == 2 * CHUNK:
+            raise ValueError(f"bad chunk at {at}")
+
+    with (
+        MemoryManager(device) as manager,
+        Stager(manager, chunk_bytes=CHUNK, slots=2, threads=threads, threaded_from=0) as stager,
+        path.open("rb") as stream,
+    ):
+        target = manager.allocate(6 * CHUNK)
+        with pytest.raises(EOFError, match=f"ends at byte {5 * CHUNK}, 100 bytes short"):
+            stager.upload_file(stream.fileno(), 100, 5 * CHUNK, target)
+        with pytest.raises(ValueError, match=f"bad chunk at {2 * CHUNK}"):
+            stager.upload_file(stream.fileno(), 0, 5 * CHUNK, target, refuse)
+        with pytest.raises(ValueError, match="cannot upload"):
+            stager.upload_file(stream.fileno(), 0, 7 * CHUNK, target)
+        stager.upload_file(stream.fileno(), 0, 5 * CHUNK, target)  # the ring still works
+        assert stager.download(target, 5 * CHUNK, np.uint8).tobytes() == bytes(5 * CHUNK)
         target.free()

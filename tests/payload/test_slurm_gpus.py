@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from pathlib import Path
 
@@ -268,3 +269,27 @@ def test_gpu_ids_without_shards_read_as_before(shards: str) -> None:
     assert (gpus.kind, gpus.shards, gpus.origin) == ("gres", None, "SLURM_JOB_GPUS=0")
     assert "shards" not in gpus.to_json()
     assert read_allocation({"SLURM_SHARDS_ON_NODE": shards}, reader(SHARD_CONF)) is None
+
+
+REPO = Path(__file__).resolve().parents[2]
+ENV_SOURCE = "collections/ansible_collections/gpulab/cluster/plugins/module_utils/slurm_gpu_env.py"
+
+
+def test_one_source_reads_slurms_gpu_variables() -> None:
+    """The payload (here) and the collection's validation filter read the allocated GPUs from
+    the environment through module_utils/slurm_gpu_env.py (the payload's is a link to it): no
+    other Python source of either names the variables in code (`gpulab --help` lists them)."""
+    names = {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_SHARDS_ON_NODE", "CUDA_VISIBLE_DEVICES"}
+    sources = []
+    for root in ("collections/ansible_collections/gpulab/cluster/plugins", "payload/src"):
+        for path in sorted((REPO / root).rglob("*.py")):
+            if path.is_symlink() or path.name == "epilog.py":
+                continue
+            constants = {
+                node.value
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            }
+            if constants & names:
+                sources.append(path.relative_to(REPO).as_posix())
+    assert sources == [ENV_SOURCE]

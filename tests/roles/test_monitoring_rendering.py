@@ -39,7 +39,8 @@ def _playbook(out: Path) -> list[dict[str, Any]]:
             "hosts": "all",
             "gather_facts": False,
             "vars_files": [str(ROLE / "vars/main.yml")],
-            "vars": {"_monitoring_prometheus_file_sd_dir": str(out)},
+            "vars": {"_monitoring_prometheus_file_sd_dir": str(out),
+                     "_monitoring_prometheus_rules_dir": str(out)},
             "tasks": [
                 {"name": "Note this node's exporter endpoint", "ansible.builtin.set_fact": {
                     "_monitoring_endpoint":
@@ -139,7 +140,8 @@ def _notified(task: dict[str, Any]) -> set[str]:
 
 def test_only_the_arguments_restart_and_only_prometheus_yml_reloads() -> None:
     """tasks/prometheus.yml: the node targets notify nothing (Prometheus watches their file),
-    prometheus.yml the reload, the daemon's arguments the restart; each topic has handlers."""
+    prometheus.yml and the alert rules the reload, the daemon's arguments the restart; each
+    topic has handlers."""
     tasks = yaml.safe_load((ROLE / "tasks/prometheus.yml").read_text())
     by_template = {
         task["ansible.builtin.template"]["src"]: _notified(task)
@@ -150,6 +152,7 @@ def test_only_the_arguments_restart_and_only_prometheus_yml_reloads() -> None:
         "prometheus.default.j2": {"monitoring restart prometheus"},
         "prometheus-nodes.yml.j2": set(),
         "prometheus.yml.j2": {"monitoring reload prometheus"},
+        "gpulab.rules.yml.j2": {"monitoring reload prometheus"},
     }
     handlers = yaml.safe_load((ROLE / "handlers/main.yml").read_text())
     listening: dict[str, list[str]] = {}

@@ -91,8 +91,18 @@ def test_off_by_default_changes_nothing(work: Path) -> None:
          ("worker1", "monitoring_slurm_metrics_host", "'login9'")),
         ({"monitoring_metrics_interval": "often"}, "worker1",
          ("monitoring_metrics_interval", "int")),
+        ({"monitoring_alertmanager_enabled": True}, "controller1",
+         ("controller1", "set at least one receiver", "monitoring_alertmanager_webhooks",
+          "monitoring_alertmanager_email_to")),
+        ({"monitoring_alertmanager_enabled": True,
+          "monitoring_alertmanager_email_to": ["ops@example.org"]}, "controller1",
+         ("controller1", "monitoring_alertmanager_smtp_smarthost as host:port")),
+        ({"monitoring_alert_share_used_ratio": 1.5}, "worker1",
+         ("worker1", "monitoring_alert_share_used_ratio between 0 and 1 (is 1.5)")),
+        ({"monitoring_alert_for": "soon"}, "worker1", ("worker1", "monitoring_alert_for 'soon'")),
     ],
-    ids=["wildcard", "not-this-host", "retention", "same-port", "unknown-host", "not-a-number"],
+    ids=["wildcard", "not-this-host", "retention", "same-port", "unknown-host", "not-a-number",
+         "alertmanager-without-receiver", "email-without-relay", "share-ratio", "alert-for"],
 )  # fmt: skip
 def test_bad_setting_is_refused_before_any_change(
     work: Path, variables: dict[str, Any], host: str, names: tuple[str, ...]

@@ -79,6 +79,13 @@ class SegmentRun:
     """Milliseconds by phase (RUN_PHASES): inputs_ms, upload_ms, record_ms, gpu_ms, readback_ms."""
     solvers: dict[str, SolverReport] = field(default_factory=dict)
     """How each jacobi node's solve went, by node id."""
+    dispatches: int | None = None
+    """The compute dispatches the nodes recorded (a device backend's), after fusion."""
+    fused: list[list[str]] = field(default_factory=list)
+    """The node ids of each group that ran as one shader (gpulab.graph.fusion)."""
+    made: dict[str, dict[str, str]] = field(default_factory=dict)
+    """For inputs the executor made itself: keys added to their entry of the result's
+    `inputs` (how a .npy file was read: `read` "streamed" or "pinned", `not_streamed`)."""
 
 
 class OperationExecutor(Closeable):
@@ -106,4 +113,9 @@ class OperationExecutor(Closeable):
 
     def memory_stats(self) -> dict[str, Any] | None:
         """Pool and allocator statistics, for backends that manage device memory."""
+        return None
+
+    @property
+    def fusion(self) -> str | None:
+        """Whether this backend fuses nodes ("on", or "off" and why), None where it never does."""
         return None

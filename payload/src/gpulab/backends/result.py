@@ -144,6 +144,12 @@ class Result:
     phases: dict[str, float] = field(default_factory=dict)
     """Milliseconds by TIMING_PHASES key: the runner's RUN_PHASES, and `load_ms` (reading and
     validating the graph) when the caller measured it; `write_ms` is measured as written."""
+    dispatches: int | None = None
+    """The compute dispatches the Vulkan backend's nodes ran, after fusion (timing.dispatches)."""
+    fused: list[list[str]] | None = None
+    """The node ids of each group that ran as one shader, when the Vulkan backend ran."""
+    fusion: str | None = None
+    """"on", or "off" and why, when the Vulkan backend ran."""
 
     def to_json(self, full: bool = False) -> dict[str, Any]:
         """The contract's result JSON; output data beyond 65536 elements only when `full`."""
@@ -160,9 +166,13 @@ class Result:
         stream.write("\n")
 
     def timing(self, write_ms: float | None = None) -> dict[str, float]:
-        """The result's `timing`: total_ms and every TIMING_PHASES key (0.0 where unmeasured)."""
+        """The result's `timing`: total_ms and every TIMING_PHASES key (0.0 where unmeasured),
+        and `dispatches` when the Vulkan backend ran."""
         phases = self.phases if write_ms is None else self.phases | {"write_ms": write_ms}
-        return {"total_ms": self.total_ms} | {key: phases.get(key, 0.0) for key in TIMING_PHASES}
+        timing = {"total_ms": self.total_ms} | {key: phases.get(key, 0.0) for key in TIMING_PHASES}
+        if self.dispatches is not None:
+            timing["dispatches"] = self.dispatches
+        return timing
 
     def _document(self, outputs: dict[str, Any], timing: dict[str, Any]) -> dict[str, Any]:
         document: dict[str, Any] = {
@@ -188,5 +198,8 @@ class Result:
             document["compare"] = self.comparison
         if self.fallback is not None:
             document["fallback"] = self.fallback
+        if self.fusion is not None:
+            document["fusion"] = self.fusion
+            document["fused"] = self.fused or []
         document["timing"] = timing  # last: write_json measures the writing up to here
         return document

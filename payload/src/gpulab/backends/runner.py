@@ -79,9 +79,16 @@ class Runner(Closeable):
     runs, so the Vulkan backend reuses the work it recorded when the same graph runs again."""
 
     def __init__(
-        self, backend: str = "auto", device: int | None = None, memory_budget: int | None = None
+        self,
+        backend: str = "auto",
+        device: int | None = None,
+        memory_budget: int | None = None,
+        *,
+        fuse: bool = True,
     ) -> None:
         self.requested = backend
+        self.fuse = fuse
+        """Whether the Vulkan backend runs fusable chains as one shader (gpulab.graph.fusion)."""
         self.device_index = device
         """The --device asked for (None: the default, see device_choice)."""
         self.memory_budget = memory_budget
@@ -121,7 +128,9 @@ class Runner(Closeable):
             raise RuntimeError("this Runner is closed")
         if backend not in self._executors:
             index = self.device_choice.index if backend == "vulkan" else None
-            self._executors[backend] = open_executor(backend, index, self.memory_budget)
+            self._executors[backend] = open_executor(
+                backend, index, self.memory_budget, fuse=self.fuse
+            )
         return self._executors[backend]
 
     def run(self, graph: Graph, compare: str | None = None) -> Result:
@@ -166,6 +175,8 @@ class Runner(Closeable):
         records: list[NodeRecord] = []
         transfers: list[dict[str, str]] = []
         warnings = [str(w) for w in graph.warnings]
+        dispatches: int | None = None
+        fused: list[list[str]] = []
         for index, (where, segment) in enumerate(segments):
             made = plan.made_by(segment) if where == "vulkan" else {}
             inputs_ms = self._materialize(graph, segment, made, host)
@@ -173,10 +184,15 @@ class Runner(Closeable):
                 if name in producer and producer[name] != where:
                     transfers.append({"value": name, "from": producer[name], "to": where})
             done = self.executor(where).execute(segment, host, made)
+            for name, notes in done.made.items():
+                plan.report[name].update(notes)
             if inputs_ms:
                 done.phases["inputs_ms"] = done.phases.get("inputs_ms", 0.0) + inputs_ms
             for phase, ms in done.phases.items():
                 phases[phase] += ms
+            if done.dispatches is not None:
+                dispatches = (dispatches or 0) + done.dispatches
+            fused.extend(done.fused)
             warnings.extend(self._check_solvers(done))
             self._check_finite(segment, done)
             host.update(done.values)
@@ -202,6 +218,9 @@ class Runner(Closeable):
             fallback=self.fallback,
             inputs=plan.report,
             phases=phases,
+            dispatches=dispatches,
+            fused=fused if ran_vulkan else None,
+            fusion=self.executor("vulkan").fusion if ran_vulkan else None,
         )
         gpus = self._slurm_gpus()
         if result.slurm is not None and gpus is not None:
@@ -321,7 +340,9 @@ def run_graph(
     device: int | None = None,
     compare: str | None = None,
     memory_budget: int | None = None,
+    *,
+    fuse: bool = True,
 ) -> Result:
     """Run `graph` once on `backend` (a Runner kept open for one run)."""
-    with Runner(backend, device, memory_budget) as runner:
+    with Runner(backend, device, memory_budget, fuse=fuse) as runner:
         return runner.run(graph, compare)

@@ -49,16 +49,17 @@ def resolve(backend: str, choice: DeviceChoice | None = None) -> tuple[str, str]
 
 
 def open_executor(
-    backend: str, device: int | None = None, memory_budget: int | None = None
+    backend: str, device: int | None = None, memory_budget: int | None = None, fuse: bool = True
 ) -> OperationExecutor:
     """A ready executor for a concrete backend (BackendUnavailable if it cannot run here);
-    `memory_budget` caps every Vulkan memory heap at that many bytes."""
+    `memory_budget` caps every Vulkan memory heap at that many bytes; `fuse=False` runs every
+    Vulkan node as its own dispatches."""
     if backend == "cpu":
         return cpu_executor()
     if backend == "native":
         return NativeExecutor()
     if backend == "vulkan":
-        return VulkanExecutor(device or 0, memory_budget)
+        return VulkanExecutor(device or 0, memory_budget, fuse)
     raise BackendUnavailable(
         f"unknown backend {backend!r} (choose from {', '.join(BACKEND_NAMES)})"
     )

@@ -1,14 +1,14 @@
 """The GPUs Slurm gave this job: their ids from the environment, their files from gres.conf.
 
-Slurm writes the allocated GPUs' global ids into SLURM_STEP_GPUS (in a step) and SLURM_JOB_GPUS
-(in the batch script). A global id is the number that ends the GPU's gres.conf `File=`
-(/dev/nvidia3 is 3, /dev/dri/renderD129 is 129); files without one are numbered after the
-largest, in gres.conf order (slurmd's common_node_config_load). CUDA_VISIBLE_DEVICES and
-GPU_DEVICE_ORDINAL are not used: under ConstrainDevices they count from 0 inside the job.
+The environment is read by slurm_gpu_env (shared with the collection): the allocated GPUs'
+global ids in SLURM_STEP_GPUS or SLURM_JOB_GPUS, and SLURM_SHARDS_ON_NODE. A global id is the
+number that ends the GPU's gres.conf `File=` (/dev/nvidia3 is 3, /dev/dri/renderD129 is 129);
+files without one are numbered after the largest, in gres.conf order (slurmd's
+common_node_config_load). This is gpulab's one reader of gres.conf and of Slurm's hostlists.
 
-A job given shards of a GPU (`--gres=shard:N`, Slurm 22.05+) shares that GPU with other jobs.
-Slurm sets SLURM_SHARDS_ON_NODE and may or may not name the GPU's id in the variables above;
-without an id, the GPU's file comes from this node's `Name=shard` lines of gres.conf.
+A job given shards of a GPU (`--gres=shard:N`, Slurm 22.05+) shares that GPU with other jobs;
+without a GPU id in the environment, the GPU's file comes from this node's `Name=shard` lines
+of gres.conf.
 
 Everything here is pure: it reads the environment and gres.conf text it is given.
 """
@@ -23,10 +23,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-ID_VARIABLES = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS")
-"""Where Slurm writes the allocated GPUs' global ids, the step's first."""
-SHARDS_VARIABLE = "SLURM_SHARDS_ON_NODE"
-"""How many shards of a GPU the job has on this node (gres/shard plugin)."""
+from gpulab.backends.slurm_gpu_env import (
+    SHARDS_VARIABLE,
+    id_variable,
+    parse_ids,
+    shards_given,
+)
+
 DEFAULT_CONF_DIR = Path("/etc/slurm")
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
@@ -167,19 +170,6 @@ def node_name(env: Mapping[str, str]) -> str:
     return env.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
 
 
-def _ids(value: str) -> tuple[int, ...] | None:
-    try:
-        return tuple(int(item) for item in value.split(","))
-    except ValueError:
-        return None  # Slurm writes NoDevFiles when gres.conf names no files
-
-
-def shards_given(env: Mapping[str, str]) -> int | None:
-    """SLURM_SHARDS_ON_NODE when it counts shards (above 0); None for a job without any."""
-    text = env.get(SHARDS_VARIABLE, "").strip()
-    return int(text) if text.isdigit() and int(text) > 0 else None
-
-
 class _Unusable(Exception):
     """gres.conf cannot be read or parsed; the message says why."""
 
@@ -209,7 +199,7 @@ def _from_ids(
     value = env[variable].strip()
     path = gres_conf_path(env)
     found = SlurmGpus(variable, value, (), (), str(path), shards=shards)
-    ids = _ids(value)
+    ids = parse_ids(value)
     if ids is None:
         why = f"{variable}={value} names no GPU ids (gres.conf gives the GPUs no File=)"
         return replace(found, problem=why)
@@ -253,10 +243,10 @@ def read_allocation(
 ) -> SlurmGpus | None:
     """The job's GPUs (or the GPU its shards are on) and their gres.conf files; None outside
     a job that was given GPUs or shards."""
-    variable = next((name for name in ID_VARIABLES if env.get(name, "").strip()), None)
+    variable = id_variable(env)
     shards = shards_given(env)
     if shards is None:
         return None if variable is None else _from_ids(env, variable, read_text, None)
-    if variable is not None and _ids(env[variable].strip()) is not None:
+    if variable is not None and parse_ids(env[variable].strip()) is not None:
         return _from_ids(env, variable, read_text, shards)
     return _from_shard_lines(env, read_text, shards)

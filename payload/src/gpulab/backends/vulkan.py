@@ -13,27 +13,34 @@ otherwise it is recorded again.
 
 Inputs the runner hands over as sources (see backends/inputs.py) are made here instead of
 uploaded from the host: random, fill and linspace inputs by dispatches at the start of the
-recording (so every run makes them again, on the device), .npy files read straight into
-pinned host memory and copied from there. Generated inputs that are graph outputs are read
-back like the exports.
+recording (so every run makes them again, on the device), .npy files streamed: host threads
+read their float32 data from the page cache into the staging ring while the device copies the
+chunks before (Stager.upload_file); a file whose bytes are not the values as the buffer holds
+them (another dtype, Fortran order) is read by numpy into pinned host memory and copied from
+there. Generated inputs that are graph outputs are read back like the exports.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from gpulab._shown import shown
 from gpulab.backends.base import FloatArray, OperationExecutor, Segment, SegmentRun, Values
 from gpulab.backends.errors import BackendUnavailable, ExecutionFailed
-from gpulab.graph import Literal, Node, nbytes
+from gpulab.graph import GraphInvalid, Literal, Node, Problem, nbytes
+from gpulab.graph.fusion import FusedGroup, fusion_of, plan
 from gpulab.graph.model import NpyFile
+from gpulab.graph.npy import check_read_values, npy_layout, refuse_bad_values
 from gpulab.graph.values import read_npy_into
 from gpulab.kernels import DeviceArray, Extra, Input, Kernels, Pattern, Recorded
+from gpulab.kernels.fused import Step, unavailable
 from gpulab.memory import Allocation, BufferPool, MemoryManager, OutOfMemoryError, Stager
 from gpulab.ops.registry import entry
 from gpulab.ops.solver import SolverReport
@@ -79,7 +86,8 @@ def physical_device(index: int) -> PhysicalDevice:
 
 
 def _holding(array: DeviceArray, scratch: list[Allocation]) -> Allocation:
-    """The scratch allocation `array` lies in (an op's extra output is in its scratch)."""
+    """The allocation `array` lies in (an op's extra output is in its scratch, or a value
+    kept to the end of the run)."""
     for allocation in scratch:
         if allocation.buffer is array.buffer:
             return allocation
@@ -104,7 +112,13 @@ class _Recording:
         self.held: dict[str, Allocation] = {}
         self.extras: list[tuple[Node, dict[str, tuple[Allocation, Extra]]]] = []
         """Each node's extra outputs (Recorded.extras) in the scratch kept for them."""
+        self.made_inputs: dict[str, dict[str, str]] = {}
+        """How the last run moved each .npy input (SegmentRun.made)."""
         self.queries: TimestampQueryPool | None = None
+        self.groups = executor.fused_groups(segment)
+        """The nodes recorded together (gpulab.graph.fusion), each as one shader."""
+        self.dispatches = 0
+        """The dispatches the nodes record (the generated inputs' not counted)."""
         self.command = executor.commands.allocate()
         try:
             if device.info.timestamp_valid_bits:
@@ -143,35 +157,107 @@ class _Recording:
         if self.queries is not None:
             cmd.write_timestamp(self.queries, 1)
         passing: dict[str, Allocation] = {}
+        member_of = {node_id: group for group in self.groups for node_id in group.ids}
+        # A value a group reuses as a prepared scalar is an extra output of that group's
+        # member, read after the run: it stays held to the end.
+        pinned = {node_id for group in self.groups for _, _, node_id in group.reused}
+        # While a group is open (a member seen, its anchor not yet recorded), no value goes
+        # back to the pool: the group's shader, recorded at the anchor, still reads them.
+        open_groups: set[int] = set()
+        deferred: list[str] = []
         for index, node in enumerate(segment.nodes):
-            allocation = self._acquire(node.shape, f"node {node.id}")
-            if node.id in segment.exports:
-                self.held[node.id] = allocation
+            group = member_of.get(node.id)
+            if group is None or node.id in group.written:
+                allocation = self._acquire(node.shape, f"node {node.id}")
+                if node.id in segment.exports or node.id in pinned:
+                    self.held[node.id] = allocation
+                else:
+                    passing[node.id] = allocation
+                arrays[node.id] = DeviceArray.of(allocation, node.shape)
+            if group is None:
+                self._record_one(node, arrays)
+            elif node is group.anchor:
+                self.dispatches += self._record_group(group, arrays)
+                open_groups.discard(id(group))
             else:
-                passing[node.id] = allocation
-            arrays[node.id] = DeviceArray.of(allocation, node.shape)
-            scratch: list[Allocation] = []
-            recorded = self._record_node(node, arrays, scratch)
+                open_groups.add(id(group))
             if self.queries is not None:
                 cmd.write_timestamp(self.queries, index + 2)
-            # The scratch holding an extra output stays until the recording goes; the rest
-            # goes back to the pool now.
-            kept = {
-                name: (_holding(extra.array, scratch), extra)
-                for name, extra in recorded.extras.items()
-            }
-            if kept:
-                self.extras.append((node, kept))
-            held = [allocation for allocation, _ in kept.values()]
-            for used in scratch:
-                if not any(used is allocation for allocation in held):
-                    self.pool.release(used)
-            for name in segment.releases.get(node.id, ()):
-                if name in passing:
-                    self.pool.release(passing.pop(name))
+            deferred.extend(segment.releases.get(node.id, ()))
+            if not open_groups:
+                for name in deferred:
+                    if name in passing:
+                        self.pool.release(passing.pop(name))
+                deferred.clear()
         cmd.barrier("compute", "transfer")
         cmd.barrier("compute", "host")
         cmd.end()
+
+    def _record_one(self, node: Node, arrays: Mapping[str, DeviceArray]) -> None:
+        """Record `node` alone; the scratch holding an extra output stays until the recording
+        goes, the rest goes back to the pool now."""
+        scratch: list[Allocation] = []
+        recorded = self._record_node(node, arrays, scratch)
+        self.dispatches += recorded.dispatches
+        kept = {
+            name: (_holding(extra.array, scratch), extra) for name, extra in recorded.extras.items()
+        }
+        if kept:
+            self.extras.append((node, kept))
+        held = [allocation for allocation, _ in kept.values()]
+        for used in scratch:
+            if not any(used is allocation for allocation in held):
+                self.pool.release(used)
+
+    def _record_group(self, group: FusedGroup, arrays: Mapping[str, DeviceArray]) -> int:
+        """Record a fused group as one shader, at its anchor (gpulab.kernels.fused); its
+        dispatches. The scratch holding a member's extra output (normalize's norm) stays
+        until the recording goes, the rest goes back to the pool now."""
+        scratch: list[Allocation] = []
+
+        def take(count: int) -> DeviceArray:
+            allocation = self.pool.acquire(max(count, 4), label=f"scratch {group.anchor.id}")
+            scratch.append(allocation)
+            return DeviceArray.of(allocation, (max(count, 4) // 4,))
+
+        ids = set(group.ids)
+        steps = []
+        for node in group.nodes:
+            fusion = fusion_of(node)
+            assert fusion is not None
+            inputs = {
+                name: (
+                    argument.value
+                    if isinstance(argument, Literal)
+                    else argument.name
+                    if argument.name in ids
+                    else arrays[argument.name]
+                )
+                for name, argument in node.inputs.items()
+            }
+            out = arrays[node.id] if node.id in group.written else None
+            steps.append(Step(node.id, fusion, inputs, out))
+        given = {(member, name): arrays[node_id] for member, name, node_id in group.reused}
+        try:
+            recorded = self.executor.kernels.record_fused(
+                self.command, steps, scratch=take, given=given
+            )
+        except ValueError as exc:
+            for used in scratch:
+                self.pool.release(used)
+            raise ExecutionFailed(f"nodes {', '.join(group.ids)} (fused): {exc}") from exc
+        held: list[Allocation] = []
+        for node in group.nodes:
+            extras = recorded.extras.get(node.id)
+            if extras:
+                places = [*scratch, *self.held.values()]
+                kept = {name: (_holding(x.array, places), x) for name, x in extras.items()}
+                self.extras.append((node, kept))
+                held.extend(allocation for allocation, _ in kept.values())
+        for used in scratch:
+            if not any(used is allocation for allocation in held):
+                self.pool.release(used)
+        return recorded.dispatches
 
     def _record_node(
         self, node: Node, arrays: Mapping[str, DeviceArray], scratch: list[Allocation]
@@ -201,6 +287,7 @@ class _Recording:
         """Upload `values` (and read `files` into their buffers), submit, read back."""
         executor = self.executor
         files_ms = 0.0
+        self.made_inputs = {}
         start = time.perf_counter()
         for name in self.segment.reads:
             if name in self.patterns:
@@ -236,27 +323,79 @@ class _Recording:
         }
         times, timer, gpu_ms, generate_ms = self._times(wall_ms)
         phases = {
-            # A file's read into pinned memory is an input's making, not its upload.
+            # A file's read into pinned memory is an input's making, not its upload; a
+            # streamed file's read overlaps its copies: both are the upload.
             "upload_ms": (submitted - start) * 1e3 - files_ms,
             "gpu_ms": gpu_ms,
             "readback_ms": (time.perf_counter() - finished) * 1e3,
         }
         if self.patterns or files:
             phases["inputs_ms"] = files_ms + generate_ms
-        return SegmentRun(exported, times, timer, phases=phases, solvers=solvers)
+        return SegmentRun(
+            exported,
+            times,
+            timer,
+            phases=phases,
+            solvers=solvers,
+            dispatches=self.dispatches,
+            fused=[list(group.ids) for group in self.groups],
+            made=self.made_inputs,
+        )
 
     def _upload_file(self, name: str, source: NpyFile) -> float:
-        """Read a .npy input into pinned memory and copy it to its buffer; the read's ms."""
+        """Move a .npy input into its buffer; the ms of reading it into pinned memory first
+        (0 when streamed: the read is then part of the upload). How it went is noted in
+        self.made_inputs for the result's `inputs`."""
+        shape = self.segment.graph.shape(name)
+        with source.path.open("rb") as stream:
+            try:
+                layout = npy_layout(stream)
+                why = layout.why_not_streamed()
+            except ValueError as exc:
+                why = f"its header is not one this reader takes ({exc})"
+            if why is None and layout.shape != shape:
+                why = f"it now holds shape {list(layout.shape)}"  # changed since the load
+            if why is None:
+                self._stream_file(name, source, stream.fileno(), layout.offset, shape)
+                self.made_inputs[name] = {"read": "streamed"}
+                return 0.0
+        # What cannot be streamed is read (and cast, or transposed) by numpy straight into
+        # pinned memory, then copied by the device in one go.
+        self.made_inputs[name] = {"read": "pinned", "not_streamed": why}
         stager = self.executor.stager
-        pinned = stager.pinned_empty(self.segment.graph.shape(name))
+        pinned = stager.pinned_empty(shape)
         try:
             start = time.perf_counter()
             read_npy_into(source.path, pinned)
+            check_read_values(name, source, pinned)
             read_ms = (time.perf_counter() - start) * 1e3
             stager.upload(pinned, self.held[name])
         finally:
             pinned.free()
         return read_ms
+
+    def _stream_file(
+        self, name: str, source: NpyFile, file: int, offset: int, shape: tuple[int, ...]
+    ) -> None:
+        """The float32 data of a .npy file from the page cache through the staging ring into
+        the input's buffer (Stager.upload_file); its values checked chunk by chunk as they
+        arrive, unless the load checked them."""
+
+        def inspect(chunk: npt.NDArray[np.uint8], start: int) -> None:
+            refuse_bad_values(name, source, chunk.view(np.float32), start // 4, shape)
+
+        try:
+            self.executor.stager.upload_file(
+                file,
+                offset,
+                nbytes(shape),
+                self.held[name],
+                None if source.values_checked else inspect,
+            )
+        except (EOFError, OSError) as exc:
+            raise GraphInvalid(
+                [Problem(f"inputs.{name}.file", f"{source.shown_as}: cannot be read ({exc})")]
+            ) from None
 
     def _times(self, wall_ms: float) -> tuple[dict[str, float], str, float, float]:
         """Each node's ms, the timer, the nodes' device ms, and the ms the generated inputs
@@ -291,8 +430,10 @@ class VulkanExecutor(OperationExecutor):
 
     name = "vulkan"
 
-    def __init__(self, index: int = 0, memory_budget: int | None = None) -> None:
+    def __init__(self, index: int = 0, memory_budget: int | None = None, fuse: bool = True) -> None:
         self.index = index
+        self.fuse = fuse
+        """Whether chains of elementwise ops and their reduction run as one shader."""
         self.device_object = Device(physical_device(index))
         heaps = self.device_object.info.memory_heaps
         self.heap_limits = {
@@ -330,6 +471,31 @@ class VulkanExecutor(OperationExecutor):
 
     def cannot_generate(self, pattern: Pattern, count: int) -> str | None:
         return self.kernels.cannot_generate(pattern, count)
+
+    @property
+    def fusion(self) -> str:
+        if not self.fuse:
+            return "off (--no-fuse)"
+        why = unavailable()
+        return "on" if why is None else f"off: {why}"
+
+    def fused_groups(self, segment: Segment) -> tuple[FusedGroup, ...]:
+        """The groups of `segment` recorded as one shader each (none with fusion off): the
+        plan's, less those this device cannot record so (they run node by node)."""
+        if not self.fuse or unavailable() is not None:
+            return ()
+        kept = []
+        for group in plan(segment.nodes, segment.exports):
+            numbers = sum(
+                isinstance(argument, Literal)
+                for node in group.nodes
+                for argument in node.inputs.values()
+            )
+            count = math.prod(group.nodes[0].shape)
+            reduces = group.anchor.shape == ()  # a reduction's result is a scalar
+            if self.kernels.cannot_fuse(count, numbers, reduces) is None:
+                kept.append(group)
+        return tuple(kept)
 
     def _recording(self, segment: Segment, generated: Mapping[str, Pattern]) -> _Recording:
         # The generating dispatches are part of the recording, and so is which of the

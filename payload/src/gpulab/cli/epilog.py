@@ -21,6 +21,10 @@ ENVIRONMENT = (
     ("GPULAB_VK_VALIDATION_LOG", "a file that every validation message is appended to"),
     ("GPULAB_MATMUL_TILE", "matmul's workgroup tile XxYxD (such as 16x16x8), for tuning"),
     (
+        "GPULAB_MATMUL_VARIANT",
+        "matmul's plan for every shape (such as 16x16x8+split4 or staged), for tuning",
+    ),
+    (
         "GPULAB_NATIVE_LIB_DIR",
         "the folder of the native backend's C libraries (default: the package's own)",
     ),

@@ -13,10 +13,13 @@ from gpulab.graph.load import cycle_collector_paused
 def load_for_command(path: str, limit: MemoryLimit | None = None) -> Graph:
     """load_graph's graph, frozen out of the cycle collector's walks (gc.freeze) until the
     command ends (collector_handed_back): it lives that long, and each collection that
-    walked its objects (half a second for 10^6 nodes) would find nothing to free."""
+    walked its objects (half a second for 10^6 nodes) would find nothing to free.
+    Not where the program froze objects of its own: gc.unfreeze() cannot tell whose they
+    are, and handing ours back would thaw theirs."""
     with cycle_collector_paused():
         graph = load_graph(path, limit=limit)
-        gc.freeze()
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
     return graph
 
 
@@ -25,9 +28,9 @@ def collector_handed_back() -> Iterator[None]:
     """Around a command: what load_for_command froze goes back to the collector when the
     command ends, so that a program calling main() many times (the tests) keeps a collector
     that sees its garbage."""
-    frozen = gc.get_freeze_count()
+    frozen_before = gc.get_freeze_count()
     try:
         yield
     finally:
-        if gc.get_freeze_count() > frozen:
+        if frozen_before == 0 and gc.get_freeze_count() > 0:
             gc.unfreeze()

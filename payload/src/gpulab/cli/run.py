@@ -76,6 +76,13 @@ def add_parser(commands: Any) -> None:
         "or under --backend auto runs on cpu, reported under `fallback` in the result",
     )
     parser.add_argument(
+        "--no-fuse",
+        dest="fuse",
+        action="store_false",
+        help="run every node as its own dispatches on Vulkan (by default chains of elementwise "
+        "ops and the reduction they feed run as one shader; see `fused` in the result)",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="print where the time went (load, inputs, upload, record, gpu, readback, write) "
@@ -87,7 +94,11 @@ def add_parser(commands: Any) -> None:
 def profile_table(timing: dict[str, float], run_phases: tuple[str, ...]) -> str:
     """The `timing` of a result as a table: each phase, and the run's time no phase covers."""
     accounted = sum(timing[key] for key in run_phases)
-    rows = [(key.removesuffix("_ms"), ms) for key, ms in timing.items() if key != "total_ms"]
+    rows = [
+        (key.removesuffix("_ms"), ms)
+        for key, ms in timing.items()
+        if key != "total_ms" and key.endswith("_ms")
+    ]
     rows += [
         ("run total", timing["total_ms"]),
         ("run, in no phase", max(timing["total_ms"] - accounted, 0.0)),
@@ -117,7 +128,7 @@ def _run_graph(args: argparse.Namespace) -> int:
     from gpulab.backends.base import RUN_PHASES  # noqa: PLC0415
 
     budget = _budget(args)
-    with Runner(args.backend, args.device, budget) as runner:
+    with Runner(args.backend, args.device, budget, fuse=args.fuse) as runner:
         started = time.perf_counter()
         graph = load_for_command(args.graph, limit=runner.memory_limit())
         load_ms = (time.perf_counter() - started) * 1e3

@@ -5,6 +5,7 @@ layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Out { float o[]; };
 void main() {
-    uint i = gl_GlobalInvocationID.x;
+    // Rows of workgroups along y past the device's count along x (docs/cli.md).
+    uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     if (i < o.length()) o[i] = max(x[i], 0.0) + log(1.0 + exp(-abs(x[i])));
 }

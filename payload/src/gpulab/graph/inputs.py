@@ -8,7 +8,6 @@ from typing import Any
 
 from gpulab._shown import PATH_LIMIT, shown
 from gpulab.graph._json import (
-    FLOAT32_MAX,
     count,
     expect_object,
     is_number,
@@ -27,8 +26,6 @@ SOURCES_OF_KIND: dict[Kind, tuple[str, ...]] = {
     Kind.MATRIX: ("data", "random", "fill", "file"),
 }
 ALL_SOURCES = ("data", "value", "random", "fill", "linspace", "file")
-FILE_CHUNK = 1 << 20
-"""Elements of a .npy file checked at a time."""
 
 
 def _extent(
@@ -139,30 +136,8 @@ def _not_a_file(resolved: Path) -> str | None:
     return None
 
 
-def _first_non_float32(array: Any) -> str | None:
-    """Why the values of a .npy array cannot be float32, or None. Other numeric types are
-    cast (rounded to the nearest float32); NaN, infinity and magnitudes beyond float32 are
-    refused. Read in chunks through the memory map, so a large file is never whole in memory."""
-    import numpy as np  # noqa: PLC0415 - only file inputs need numpy to validate
-
-    if array.dtype.kind in "iu":
-        return None  # every integer numpy has rounds to a finite float32
-    flat = array.reshape(-1)
-    for start in range(0, flat.size, FILE_CHUNK):
-        chunk = np.asarray(flat[start : start + FILE_CHUNK])
-        bad = ~np.isfinite(chunk) | (np.abs(chunk) > FLOAT32_MAX)
-        if bad.any():
-            offset = start + int(np.argmax(bad))
-            index = [int(i) for i in np.unravel_index(offset, array.shape)]
-            return (
-                f"element {index} is {float(flat[offset])!r}; values must be finite and fit "
-                f"float32 (at most {FLOAT32_MAX:.8g} in size)"
-            )
-    return None
-
-
 def _file(
-    kind: Kind, raw: Any, path: str, base_dir: Path, problems: list[Problem]
+    kind: Kind, raw: Any, path: str, base_dir: Path, problems: list[Problem], *, check_values: bool
 ) -> tuple[Shape | None, Source | None]:
     if not isinstance(raw, str) or not raw.endswith(".npy") or "\0" in raw:
         problems.append(Problem(path, f"must be the path of a .npy file, got {shown(raw)}"))
@@ -195,15 +170,21 @@ def _file(
     if 0 in shape:
         problems.append(Problem(path, f"{name}: is empty (shape {list(shape)})"))
         return None, None
-    bad = _first_non_float32(array)
+    from gpulab.graph.npy import first_bad_value  # noqa: PLC0415 - numpy, as above
+
+    bad = first_bad_value(array) if check_values else None
     if bad is not None:
         problems.append(Problem(path, f"{name}: {bad}"))
         return None, None
-    return shape, NpyFile(resolved)
+    return shape, NpyFile(resolved, name, values_checked=check_values)
 
 
-def parse_input(name: str, raw: Any, base_dir: Path, problems: list[Problem]) -> GraphInput | None:
-    """One entry of `inputs`, or None after recording every problem with it."""
+def parse_input(
+    name: str, raw: Any, base_dir: Path, problems: list[Problem], check_values: bool = True
+) -> GraphInput | None:
+    """One entry of `inputs`, or None after recording every problem with it. Without
+    `check_values` a .npy file's values are left to the reader (NpyFile.values_checked):
+    its header, shape and size are still checked."""
     path = f"inputs.{name}"
     if not expect_object(raw, path, problems):
         return None
@@ -245,7 +226,9 @@ def parse_input(name: str, raw: Any, base_dir: Path, problems: list[Problem]) ->
     elif source_key == "linspace":
         shape, source = _linspace(value, source_path, problems)
     else:
-        shape, source = _file(kind, value, source_path, base_dir, problems)
+        shape, source = _file(
+            kind, value, source_path, base_dir, problems, check_values=check_values
+        )
     if shape is None or source is None:
         return None
     return GraphInput(name, kind, shape, source)

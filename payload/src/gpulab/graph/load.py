@@ -140,16 +140,28 @@ def cycle_collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_graph(source: str | Path | Mapping[str, Any], limit: MemoryLimit | None = None) -> Graph:
+def load_graph(
+    source: str | Path | Mapping[str, Any],
+    limit: MemoryLimit | None = None,
+    *,
+    check_values: bool = True,
+) -> Graph:
     """A validated graph from a path or a decoded dict (`file` inputs resolve against the
-    graph file's folder, or the working directory for a dict). Raises GraphInvalid."""
+    graph file's folder, or the working directory for a dict). Raises GraphInvalid.
+    `check_values=False` leaves the check of .npy values to their one read in the run (a
+    second pass over every file here would cost as much as the read)."""
     with cycle_collector_paused():
         if isinstance(source, Mapping):
-            return validate(dict(source), Path.cwd(), limit=limit)
+            return validate(dict(source), Path.cwd(), limit=limit, check_values=check_values)
         path = Path(source)
         # The decoded file is this call's own: validation may drop each node's JSON once
         # parsed, so that a large graph is not held twice.
         document = read_json(path)
         return validate(
-            document, path.resolve().parent, default_name=path.stem, limit=limit, consume=True
+            document,
+            path.resolve().parent,
+            default_name=path.stem,
+            limit=limit,
+            consume=True,
+            check_values=check_values,
         )

@@ -57,6 +57,11 @@ class NpyFile:
     """A .npy file (resolved against the graph file's folder) cast to float32."""
 
     path: Path
+    shown_as: str = ""
+    """The path as the graph gives it, as messages show it."""
+    values_checked: bool = True
+    """False when loading left the check of the values (finite float32) to whoever reads
+    them (load_graph's check_values): gpulab.graph.npy.refuse_bad_values."""
 
 
 Source = Random | Fill | Linspace | Data | NpyFile

@@ -72,10 +72,13 @@ def _references(node: ParsedNode) -> list[str]:
 
 
 class _Checker:
-    def __init__(self, raw: dict[str, Any], base_dir: Path, consume: bool) -> None:
+    def __init__(
+        self, raw: dict[str, Any], base_dir: Path, consume: bool, check_values: bool = True
+    ) -> None:
         self.raw = raw
         self.base_dir = base_dir
         self.consume = consume
+        self.check_values = check_values
         self.errors: list[Problem] = []
         self.warnings: list[Problem] = []
         self.inputs: dict[str, GraphInput] = {}
@@ -101,7 +104,7 @@ class _Checker:
             return
         for name, spec in raw_inputs.items():
             self.declared[name] = -1
-            parsed = parse_input(name, spec, self.base_dir, self.errors)
+            parsed = parse_input(name, spec, self.base_dir, self.errors, self.check_values)
             if parsed is not None:
                 self.inputs[name] = parsed
                 self.shapes[name] = parsed.shape
@@ -337,14 +340,16 @@ def validate(
     limit: MemoryLimit | None = None,
     *,
     consume: bool = False,
+    check_values: bool = True,
 ) -> Graph:
     """The model of a decoded graph, or GraphInvalid listing every error (warnings kept).
     With `consume` the caller hands `raw` over: each entry of its `nodes` is dropped once
     parsed (a graph of 10^6 nodes is not held as JSON and model at once), and the Graph's
-    `source` keeps the other keys."""
+    `source` keeps the other keys. Without `check_values`, the values of .npy inputs are
+    checked by whoever reads them (NpyFile.values_checked), not here."""
     if not isinstance(raw, dict):
         raise GraphInvalid([Problem("$", f"a graph must be a JSON object, got {type_name(raw)}")])
-    checker = _Checker(raw, base_dir, consume)
+    checker = _Checker(raw, base_dir, consume, check_values)
     checker.header()
     checker.parse_inputs()
     taken = checker.nodes_in_file_order()

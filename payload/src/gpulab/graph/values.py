@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpulab.graph.model import Data, Fill, GraphInput, Linspace, NpyFile, Random
+from gpulab.graph.npy import check_read_values
 
 FloatArray = npt.NDArray[np.float32]
 RANDOM_CHUNK = 1 << 20
@@ -59,7 +60,8 @@ def source_name(spec: GraphInput) -> str:
 
 
 def materialize(spec: GraphInput) -> FloatArray:
-    """The value of one input, generated or read now; its shape is `spec.shape`."""
+    """The value of one input, generated or read now; its shape is `spec.shape`. A file's
+    values are checked here when loading left them (GraphInvalid naming the input)."""
     source = spec.source
     if isinstance(source, Random):
         return _uniform(source, spec.shape)
@@ -70,6 +72,7 @@ def materialize(spec: GraphInput) -> FloatArray:
     if isinstance(source, NpyFile):
         values = np.empty(spec.shape, dtype=np.float32)
         read_npy_into(source.path, values)
+        check_read_values(spec.name, source, values)
         return values
     if isinstance(source, Data):
         return np.asarray(source.values, dtype=np.float32).reshape(spec.shape)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import struct
 from collections.abc import Callable, Mapping, Sequence
@@ -10,7 +11,7 @@ from typing import Any, NamedTuple
 
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray
 from gpulab.kernels.jacobi_status import STATUS_WORDS
-from gpulab.kernels.matmul_tiles import tile_for
+from gpulab.kernels.matmul_tiles import MatmulPlan, MatmulTile, regime, split_depth, tile_for
 from gpulab.kernels.pipelines import PipelineCatalog, Specialization
 from gpulab.vk import Buffer, CommandBuffer
 
@@ -42,6 +43,8 @@ _ELEMENTWISE_PUSH = struct.Struct("<IIfI").pack  # count, vec4, literal a, unuse
 _REDUCE_PUSH = struct.Struct("<IIII").pack  # count, vec4, first partial, finish
 _MATVEC_PUSH = struct.Struct("<III").pack  # m, n, vec4
 _MATMUL_PUSH = struct.Struct("<IIII").pack  # m, k, n, vec4 flags (B 2, C 4)
+_MATMUL_SPLIT_PUSH = struct.Struct("<IIIIII").pack  # the same, depths per slice, slice stride
+_MATMUL_SUM_PUSH = struct.Struct("<IIII").pack  # floats, slices, slice stride, vec4
 # n, step, check every, use tolerance, tolerance, vec4
 _JACOBI_PUSH = struct.Struct("<IIIIfI").pack
 
@@ -85,8 +88,10 @@ class Recording:
         bindings: Sequence[Binding],
         push: bytes,
         groups: tuple[int, int, int],
+        *,
+        spirv: bytes | None = None,
     ) -> None:
-        pipeline = self.catalog.pipeline(shader, len(bindings), specialization)
+        pipeline = self.catalog.pipeline(shader, len(bindings), specialization, spirv=spirv)
         cmd, layout = self.cmd, pipeline.layout
         cmd.bind_pipeline(pipeline)
         cmd.bind_descriptor_sets(layout, (self.catalog.descriptor_set(bindings),))
@@ -103,22 +108,38 @@ class Recording:
         local_x: int,
         scalars: Sequence[float],
         out: DeviceArray,
+        per_invocation: int = 1,
+        grid: bool = False,
     ) -> None:
-        """A user's shader (SPIR-V `spirv`, cached as `key`): ceil(out.size / local_x)
-        workgroups along x, the scalars pushed as float32."""
-        groups = max(1, -(-out.size // max(local_x, 1)))
+        """A user's shader (SPIR-V `spirv`, cached as `key`): one invocation per
+        `per_invocation` elements of `out` (4 for a vec4 output) in workgroups of `local_x`
+        along x, the scalars pushed as float32. Past the device's workgroups along x, a
+        `grid` shader (one that reads gl_NumWorkGroups) gets rows of them along y."""
+        invocations = -(-out.size // max(per_invocation, 1))
+        groups = max(1, -(-invocations // max(local_x, 1)))
+        across, rows = groups, 1
         if groups > self.geometry.max_groups:
-            raise ValueError(
-                f"kernel: {out.size} elements need {groups} workgroups of {local_x}, "
-                f"more than the device's {self.geometry.max_groups}"
-            )
+            if not grid:
+                raise ValueError(
+                    f"kernel: {out.size} elements need {groups} workgroups of {local_x}, more "
+                    f"than the device's {self.geometry.max_groups} along x; a shader that "
+                    "indexes gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * "
+                    "gl_NumWorkGroups.x * gl_WorkGroupSize.x gets a 2-D grid (docs/cli.md)"
+                )
+            across = self.geometry.max_groups
+            rows = -(-groups // across)
+            if rows > self.geometry.max_groups_y:
+                raise ValueError(
+                    f"kernel: {out.size} elements need {groups} workgroups of {local_x}, more "
+                    f"than the device's {across} x {self.geometry.max_groups_y}"
+                )
         pipeline = self.catalog.pipeline(key, len(bindings), (), spirv=spirv)
         cmd, layout = self.cmd, pipeline.layout
         cmd.bind_pipeline(pipeline)
         cmd.bind_descriptor_sets(layout, (self.catalog.descriptor_set(bindings),))
         if scalars:
             cmd.push_constants(layout, struct.pack(f"<{len(scalars)}f", *scalars))
-        cmd.dispatch(groups)
+        cmd.dispatch(across, rows)
         self.dispatches += 1
         self.barrier()
 
@@ -229,8 +250,16 @@ class Recording:
                 raise ValueError(f"{what} of an empty vector")
             self.fill(out, 0.0)
             return
-        # Level sizes: n -> partials -> ... -> 1; every level but the last in scratch.
-        levels = [self._pass_groups(x.size)]
+        targets = self._levels(x.size, out, what)
+        code, source, second = reduction.first, x, y
+        for target in targets:
+            self._reduce_pass(code, source, second, target, reduction.root and target is out)
+            code, source, second = reduction.combine, target, None
+
+    def _levels(self, size: int, out: DeviceArray, what: str) -> list[DeviceArray]:
+        """Where each pass of a reduction over `size` elements writes: n -> partials -> ...
+        -> 1; every level but the last (`out`) in scratch."""
+        levels = [self._pass_groups(size)]
         while levels[-1] > 1:
             levels.append(self._pass_groups(levels[-1]))
         intermediate = levels[:-1]
@@ -239,14 +268,53 @@ class Recording:
             offsets.append(total)
             total += self.aligned(FLOAT_BYTES * count)
         area = self.scratch(total, what) if intermediate else out
-        targets = [
+        return [
             DeviceArray(area.buffer, (count,), area.offset + offset)
             for count, offset in zip(intermediate, offsets, strict=True)
         ] + [out]
-        code, source, second = reduction.first, x, y
-        for target in targets:
-            self._reduce_pass(code, source, second, target, reduction.root and target is out)
-            code, source, second = reduction.combine, target, None
+
+    def fused(
+        self,
+        key: str,
+        spirv: bytes,
+        bindings: Sequence[Binding],
+        *,
+        numbers: Sequence[float],
+        count: int,
+        reductions: Sequence[tuple[Reduction, DeviceArray]],
+    ) -> None:
+        """A fused group's shader (gpulab.kernels.fused, SPIR-V `spirv` cached as `key`) over
+        `count` elements in one binding each: one dispatch, then each reduction's combining
+        passes (the packaged shader's) from its partials down to its scalar."""
+        vec4 = all(offset % 16 == 0 for _, offset, _ in bindings)
+        size = self.geometry.workgroup_size
+        if not reductions:
+            items = -(-count // 4) if vec4 else count
+            push = struct.pack(f"<II{len(numbers)}f", count, vec4, *numbers)
+            groups = (self.groups(items), 1, 1)
+            self.dispatch(key, ((0, size),), bindings, push, groups, spirv=spirv)
+            self.barrier()
+            return
+        levels = [self._levels(count, out, key) for _, out in reductions]
+        roots = [
+            reduction.root and targets[0] is out
+            for (reduction, out), targets in zip(reductions, levels, strict=True)
+        ]
+        if len(reductions) == 1:  # reduce.glsl's first pass
+            specialization: Specialization = ((0, size), (1, reductions[0][0].first))
+            push = struct.pack(f"<IIII{len(numbers)}f", count, vec4, 0, roots[0], *numbers)
+        else:
+            specialization = ((0, size),)
+            finish = sum(1 << k for k, root in enumerate(roots) if root)
+            push = struct.pack(f"<III{len(numbers)}f", count, vec4, finish, *numbers)
+        partials = [targets[0].binding() for targets in levels]
+        groups = (self._pass_groups(count), 1, 1)
+        self.dispatch(key, specialization, (*bindings, *partials), push, groups, spirv=spirv)
+        self.barrier()
+        for (reduction, out), targets in zip(reductions, levels, strict=True):
+            for source, target in itertools.pairwise(targets):
+                root = reduction.root and target is out
+                self._reduce_pass(reduction.combine, source, None, target, root)
 
     def matvec(self, a: DeviceArray, x: DeviceArray, out: DeviceArray) -> None:
         m, n = a.shape
@@ -272,13 +340,17 @@ class Recording:
         if k == 0:
             self.fill(out, 0.0)
             return
-        tile = tile_for(self.geometry.matmul_tiles, m, n)
+        plan = self.geometry.matmul_plans[regime(m, k, n)]
+        tile = plan.tile or tile_for(self.geometry.matmul_tiles, m, n, plan.split)
         groups = (math.ceil(n / tile.block_cols), math.ceil(m / tile.block_rows), 1)
         if groups[0] > self.geometry.max_groups or groups[1] > self.geometry.max_groups_y:
             raise ValueError(f"matmul: a {m}x{n} result needs more workgroups than the device has")
         # vec4 loads of B and stores of C where rows are whole vec4s and the bindings start
         # 16-aligned (A's panel is read by scalars, whatever its shape).
         flags = int(n % 4 == 0 and b.offset % 16 == 0) << 1
+        if plan.split_shader:
+            self._matmul_split(a, b, out, plan=plan, tile=tile, groups=groups, flags=flags)
+            return
         flags |= int(n % 4 == 0 and out.offset % 16 == 0) << 2
         self.dispatch(
             "matmul",
@@ -288,6 +360,51 @@ class Recording:
             groups,
         )
         self.barrier()
+
+    def _matmul_split(
+        self,
+        a: DeviceArray,
+        b: DeviceArray,
+        out: DeviceArray,
+        *,
+        plan: MatmulPlan,
+        tile: MatmulTile,
+        groups: tuple[int, int, int],
+        flags: int,
+    ) -> None:
+        """matmul_split.comp: k in slices written one after another into scratch (then
+        matmul_sum.comp adds them into `out`), or straight into `out` when one slice is
+        left (k too short to split, no scratch, or too many floats for one binding)."""
+        (m, k), n = a.shape, out.shape[1]
+        chunk, slices = split_depth(k, plan.split, tile.depth)
+        stride = -(-m * n // 4) * 4  # whole vec4s, so every slice starts 16-byte aligned
+        fits = slices * stride <= self.geometry.binding_elements
+        if slices > 1 and (self._scratch is None or not fits):
+            chunk, slices = k, 1
+        target = out
+        if slices > 1:
+            area = self.scratch(FLOAT_BYTES * slices * stride, "matmul")
+            target = DeviceArray(area.buffer, (slices * stride,), area.offset)
+        flags |= int(n % 4 == 0 and target.offset % 16 == 0) << 2
+        self.dispatch(
+            "matmul_split",
+            tile.split_specialization(plan.staged),
+            (a.binding(), b.binding(), target.binding()),
+            _MATMUL_SPLIT_PUSH(m, k, n, flags, chunk, stride),
+            (groups[0], groups[1], slices),
+        )
+        self.barrier()
+        if slices > 1:
+            count = m * n
+            vec4 = target.offset % 16 == 0 and out.offset % 16 == 0
+            self.dispatch(
+                "matmul_sum",
+                ((0, self.geometry.workgroup_size),),
+                (target.binding(), out.binding()),
+                _MATMUL_SUM_PUSH(count, slices, stride, vec4),
+                (self.groups(-(-count // 4)), 1, 1),
+            )
+            self.barrier()
 
     def jacobi(
         self, a: DeviceArray, b: DeviceArray, out: DeviceArray, params: Mapping[str, Any]

@@ -1,4 +1,5 @@
-"""matmul's tile shape for one device: the specialization constants of shaders/matmul.comp.
+"""matmul's tile shape and plan for one device: the specialization constants of
+shaders/matmul.comp, and the variants of matmul_split.comp that a shape regime may take.
 
 A workgroup of threads_x x threads_y invocations computes an (8 threads_y) x (8 threads_x)
 block of C, staging k in panels of `depth` through two shared buffers. The largest shape the
@@ -16,18 +17,28 @@ register file already holds each invocation to its smallest share (NVIDIA: 128 r
 512 invocations), so the registers it costs cannot lower occupancy, and the subgroup's shared
 loads shrink. At 256 invocations it raised NVIDIA's count from 128 to 148 registers and halved
 the workgroups per multiprocessor (docs/benchmarks.md).
+
+A MatmulPlan says how one product runs: its tile (or the automatic choice above), a split of k
+into slices (split-K: matmul_split.comp writes one result per slice, matmul_sum.comp adds them,
+for products whose result is too small to fill the device) and staged stores of C (rows that
+are not whole vec4s written through shared memory, neighbour by neighbour). The plan depends on
+the product's regime (`regime`: thin_k, small, medium, large) through DEVICE_PLANS, a table
+per device class that benchmarks fill (payload/benchmarks/matmul_sweep.py measures every
+candidate); GPULAB_MATMUL_VARIANT sets one plan for every regime, for tuning and the sweep.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpulab.vk import DeviceInfo
 
 TILE_VARIABLE = "GPULAB_MATMUL_TILE"
+VARIANT_VARIABLE = "GPULAB_MATMUL_VARIANT"
 OUTPUTS = 8
 """Rows and columns of C per invocation (matmul.comp keeps 8 x 8 in registers)."""
 _MAX_UNITS = 4  # matmul.comp's MAX_UNITS: loads per invocation and matrix per panel
@@ -38,6 +49,7 @@ SUBGROUP_TILING_INVOCATIONS = 512
 """Workgroups this large (and subgroups 32 wide) take subgroup tiling; see the module doc."""
 _CPU_MAX_INVOCATIONS = 256  # lavapipe: 512^3 in 230 ms at 16x16x8, 330 ms at 32x16x8
 _TILED_SUBGROUP = 32  # the subgroup width matmul.comp's patches of 8 x 4 invocations assume
+_NVIDIA = 0x10DE
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,9 @@ class MatmulTile:
     threads_y: int
     depth: int
     subgroup_tiles: bool = False
+    wide: bool = False
+    """8 x 16 outputs per invocation instead of 8 x 8 (matmul_split.comp only; never chosen
+    automatically: a plan names it, spelled with `w`)."""
 
     @property
     def block_rows(self) -> int:
@@ -57,7 +72,7 @@ class MatmulTile:
     @property
     def block_cols(self) -> int:
         """Columns of C per workgroup."""
-        return OUTPUTS * self.threads_x
+        return OUTPUTS * self.threads_x * (2 if self.wide else 1)
 
     @property
     def invocations(self) -> int:
@@ -74,6 +89,13 @@ class MatmulTile:
         return 2 * self.depth * (a_row + b_row) * 16
 
     @property
+    def spelling(self) -> str:
+        """XxYxD, with `s` appended when subgroup-tiled and `w` when wide (parse_plan reads it
+        back)."""
+        suffix = ("s" if self.subgroup_tiles else "") + ("w" if self.wide else "")
+        return f"{self.threads_x}x{self.threads_y}x{self.depth}{suffix}"
+
+    @property
     def specialization(self) -> tuple[tuple[int, int], ...]:
         return (
             (0, self.threads_x),
@@ -82,8 +104,13 @@ class MatmulTile:
             (3, self.subgroup_tiles),
         )
 
-    def problem(self, info: DeviceInfo) -> str | None:
-        """Why this shape does not fit `info`'s limits (None: it fits)."""
+    def split_specialization(self, staged: bool) -> tuple[tuple[int, int], ...]:
+        """matmul_split.comp's constants: these, staged stores, the column groups."""
+        return (*self.specialization, (4, staged), (5, 4 if self.wide else 2))
+
+    def problem(self, info: DeviceInfo, *, staged: bool = False) -> str | None:
+        """Why this shape does not fit `info`'s limits (None: it fits); `staged`: with
+        matmul_split.comp's staged stores."""
         a_units = (self.block_rows // 4) * self.depth
         b_units = self.depth * (self.block_cols // 4)
         if self.depth % 4 or self.depth < 4:
@@ -101,6 +128,9 @@ class MatmulTile:
                 f"{self.shared_bytes} bytes of shared memory, the device has "
                 f"{info.max_shared_memory_bytes}"
             )
+        if staged and self.threads_y > 2 * self.depth:
+            # a row of C per invocation (threads_y x block_cols floats) fills B's two panels
+            return f"staged stores need threads_y <= 2 depth, got {self.threads_y}"
         return None
 
 
@@ -172,10 +202,126 @@ def choose_tiles(info: DeviceInfo) -> tuple[MatmulTile, ...]:
     return tuple(with_subgroup_tiling(tile, info) for tile in chosen)
 
 
-def tile_for(tiles: Sequence[MatmulTile], m: int, n: int) -> MatmulTile:
-    """The first of `tiles` that gives an m x n result MIN_WORKGROUPS workgroups, else the
-    last (the smallest block)."""
+def tile_for(tiles: Sequence[MatmulTile], m: int, n: int, slices: int = 1) -> MatmulTile:
+    """The first of `tiles` that gives an m x n result MIN_WORKGROUPS workgroups (times
+    `slices` of split-K), else the last (the smallest block)."""
     for tile in tiles:
-        if tile.workgroups(m, n) >= MIN_WORKGROUPS:
+        if tile.workgroups(m, n) * slices >= MIN_WORKGROUPS:
             return tile
     return tiles[-1]
+
+
+@dataclass(frozen=True)
+class MatmulPlan:
+    """How one product runs: `tile` (None: tile_for's choice among the device's tiles),
+    `split` slices of k (more than 1: matmul_split.comp into scratch, then matmul_sum.comp) and
+    `staged` stores of C (matmul_split.comp)."""
+
+    tile: MatmulTile | None = None
+    split: int = 1
+    staged: bool = False
+
+    @property
+    def split_shader(self) -> bool:
+        """Whether it runs matmul_split.comp (else matmul.comp, as before plans existed)."""
+        return self.split > 1 or self.staged or (self.tile is not None and self.tile.wide)
+
+    @property
+    def spelling(self) -> str:
+        """As GPULAB_MATMUL_VARIANT spells it (parse_plan reads it back)."""
+        parts = [self.tile.spelling] if self.tile is not None else []
+        parts += [f"split{self.split}"] if self.split > 1 else []
+        parts += ["staged"] if self.staged else []
+        return "+".join(parts) or "auto"
+
+    def problem(self, info: DeviceInfo) -> str | None:
+        """Why the plan's own tile does not fit `info` (None: it fits, or has no tile)."""
+        return None if self.tile is None else self.tile.problem(info, staged=self.staged)
+
+
+AUTO = MatmulPlan()
+MAX_SPLIT = 16
+
+_SPLIT = re.compile(r"split(\d+)")
+_TILE = re.compile(r"(\d+)x(\d+)x(\d+)(s?)(w?)")
+
+
+def parse_plan(text: str) -> MatmulPlan:
+    """`auto`, or parts joined by `+`: a tile XxYxD (`s` appended: subgroup-tiled; then `w`:
+    wide, 8 x 16 outputs per invocation), splitN
+    (k in N slices, 1 to MAX_SPLIT), staged; for example 16x16x8+split4, 32x16x8s+staged,
+    split2 (the tile chosen as for two slices)."""
+    error = (
+        f"matmul variant {text!r}: expected auto or parts joined by + (XxYxD[s][w], splitN, "
+        "staged), for example 16x16x8+split4"
+    )
+    parts = text.lower().split("+")
+    if parts == ["auto"]:
+        return AUTO
+    plan = AUTO
+    for part in parts:
+        tile, split = _TILE.fullmatch(part), _SPLIT.fullmatch(part)
+        if tile and plan.tile is None and min(int(tile.group(i)) for i in (1, 2, 3)) > 0:
+            x, y, depth = (int(tile.group(i)) for i in (1, 2, 3))
+            tiled, wide = tile.group(4) == "s", tile.group(5) == "w"
+            plan = dataclasses.replace(plan, tile=MatmulTile(x, y, depth, tiled, wide))
+        elif split and plan.split == 1 and 1 <= int(split.group(1)) <= MAX_SPLIT:
+            plan = dataclasses.replace(plan, split=int(split.group(1)))
+        elif part == "staged" and not plan.staged:
+            plan = dataclasses.replace(plan, staged=True)
+        else:
+            raise ValueError(error)
+    return plan
+
+
+REGIMES = ("thin_k", "small", "medium", "large")
+THIN_K = 64
+"""k up to this is thin_k whatever m and n (4097x33x4095: writing C outweighs the work)."""
+SMALL_OUTPUTS = 1536 * 1536
+"""Results up to this many floats are small (1000^2, 1024^2: 64 blocks of 128 x 128)."""
+MEDIUM_OUTPUTS = 3072 * 3072
+"""Up to this, medium (2048^2: 256 blocks of 128 x 128); beyond, large (4096^2 and up)."""
+
+
+def regime(m: int, k: int, n: int) -> str:
+    """The regime (DEVICE_PLANS's row) of an m x k by k x n product."""
+    if k <= THIN_K:
+        return "thin_k"
+    if m * n <= SMALL_OUTPUTS:
+        return "small"
+    return "medium" if m * n <= MEDIUM_OUTPUTS else "large"
+
+
+DEVICE_PLANS: dict[str, dict[str, str]] = {
+    "nvidia": {"thin_k": "auto", "small": "auto", "medium": "auto", "large": "auto"},
+}
+"""Per device class (`device_class`), each regime's plan as GPULAB_MATMUL_VARIANT spells it; a
+class or regime not here runs `auto` (matmul.comp with choose_tiles' and tile_for's tile).
+Filled from payload/benchmarks/matmul_sweep.py's winners (docs/kernels.md says how)."""
+
+
+def device_class(info: DeviceInfo) -> str:
+    """DEVICE_PLANS's key for `info`: nvidia for NVIDIA GPUs, else other."""
+    return "nvidia" if info.vendor_id == _NVIDIA and info.type != "cpu" else "other"
+
+
+def choose_plans(info: DeviceInfo) -> dict[str, MatmulPlan]:
+    """Each regime's plan for `info`: GPULAB_MATMUL_VARIANT for every regime when set, else
+    DEVICE_PLANS. ValueError when a plan's tile does not fit the device."""
+    wanted = os.environ.get(VARIANT_VARIABLE)
+    table = DEVICE_PLANS.get(device_class(info), {})
+    plans = {name: parse_plan(wanted or table.get(name, "auto")) for name in REGIMES}
+    for plan in plans.values():
+        problem = plan.problem(info)
+        if problem is not None:
+            where = VARIANT_VARIABLE if wanted else f"DEVICE_PLANS[{device_class(info)!r}]"
+            raise ValueError(f"{where}: {plan.spelling} does not fit {info.name}: {problem}")
+    return plans
+
+
+def split_depth(k: int, split: int, depth: int) -> tuple[int, int]:
+    """(depths per slice, slices) for k in about `split` slices, each a whole number of
+    `depth`-deep panels, none empty."""
+    chunk = -(-k // max(split, 1))
+    chunk = -(-chunk // depth) * depth
+    return chunk, -(-k // chunk)

@@ -164,7 +164,7 @@ def _user_kernel(
     params: Mapping[str, Any],
 ) -> Extras:
     """A user's shader (gpulab.ops.user_kernel): its arrays, then the output, as bindings;
-    its numbers as push constants; one invocation per output element along x."""
+    its numbers as push constants; one invocation per output element."""
     kernel = params["kernel"]
     scalars = []
     for name in kernel.scalars:
@@ -173,8 +173,17 @@ def _user_kernel(
             raise ValueError(f"kernel {kernel.name}: scalar input {name!r} must be a number")
         scalars.append(float(value))
     bindings = [array(name).binding() for name in kernel.arrays] + [out.binding()]
-    local_x = kernel.reflection.local_size[0]
-    r.user_kernel(kernel.key, kernel.spirv, bindings, local_x=local_x, scalars=scalars, out=out)
+    reflection = kernel.reflection
+    r.user_kernel(
+        kernel.key,
+        kernel.spirv,
+        bindings,
+        local_x=reflection.local_size[0],
+        scalars=scalars,
+        out=out,
+        per_invocation=reflection.floats_per_invocation(len(kernel.arrays)),
+        grid=reflection.reads_workgroup_count,
+    )
     return NO_EXTRAS
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpulab.kernels.matmul_tiles import MatmulTile, choose_tiles
+from gpulab.kernels.matmul_tiles import MatmulPlan, MatmulTile, choose_plans, choose_tiles
 from gpulab.vk import (
     Buffer,
     ComputePipeline,
@@ -64,6 +64,8 @@ class Geometry:
     offset alignment, so that the next chunk starts aligned."""
     matmul_tiles: tuple[MatmulTile, ...]
     """matmul's workgroup shapes, largest block first (kernels/matmul_tiles.py)."""
+    matmul_plans: Mapping[str, MatmulPlan]
+    """matmul's plan per shape regime (kernels/matmul_tiles.py's regime)."""
     subgroup_arithmetic: bool
 
 
@@ -91,6 +93,7 @@ def geometry(
         max_groups_y=info.max_workgroup_count[1],
         binding_elements=binding_bytes // 4,
         matmul_tiles=choose_tiles(info),
+        matmul_plans=choose_plans(info),
         subgroup_arithmetic="arithmetic" in info.subgroup_operations and subgroups is not False,
     )
 

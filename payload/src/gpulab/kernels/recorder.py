@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from gpulab.kernels._recording import Input, Recording, Scratch
+from gpulab.kernels import fused
+from gpulab.kernels._recording import Input, Recording, Reduction, Scratch
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray, OwnedArray
 from gpulab.kernels.generate import Pattern, record_pattern, unsupported
-from gpulab.kernels.op_recordings import NO_EXTRAS, Extras, has_recording, recording_of
-from gpulab.kernels.pipelines import Geometry, PipelineCatalog, geometry
+from gpulab.kernels.op_recordings import (
+    NO_EXTRAS,
+    Extra,
+    Extras,
+    has_recording,
+    recording_of,
+)
+from gpulab.kernels.pipelines import PUSH_CONSTANT_BYTES, Geometry, PipelineCatalog, geometry
 from gpulab.ops.registry import entry, find, result_shape
 from gpulab.vk import Closeable, CommandBuffer, CommandPool, Device, Fence
 
@@ -33,6 +40,18 @@ class Recorded(NamedTuple):
     extras: Extras = NO_EXTRAS
     """The op's extra outputs by name (normalize's norm, jacobi's solver status), to read
     back after the run and hand to the op's entry (OpEntry.checked)."""
+
+
+class RecordedGroup(NamedTuple):
+    """What `Kernels.record_fused` added: its dispatches, and the extra outputs of its steps
+    by step id (the prepared scalars: normalize's norm)."""
+
+    dispatches: int
+    extras: Mapping[str, Extras]
+
+
+def _scalar(value: Any, params: Mapping[str, Any]) -> float:
+    return float(value)
 
 
 class Kernels(Closeable):
@@ -88,6 +107,86 @@ class Kernels(Closeable):
         extras = recording_of(op)(recording, array, inputs, out, options)
         solver = extras.get("solver")
         return Recorded(recording.dispatches, solver.array if solver else None, extras)
+
+    def cannot_fuse(self, count: int, numbers: int, reduces: bool) -> str | None:
+        """Why this device cannot record a fused group (gpulab.kernels.fused) over `count`
+        elements taking `numbers` numbers as one shader, or None: no GLSL compiler, empty
+        vectors, vectors beyond one storage binding, more numbers than push constants hold."""
+        why = fused.unavailable()
+        if why is not None:
+            return why
+        if count == 0:
+            return "empty vectors"
+        if count > self.geometry.binding_elements:
+            return "vectors larger than one storage binding"
+        if fused.push_bytes(numbers, reduces) > PUSH_CONSTANT_BYTES:
+            return "more numbers than the push constants hold"
+        return None
+
+    def record_fused(
+        self,
+        cmd: CommandBuffer,
+        steps: Sequence[fused.Step],
+        *,
+        scratch: Scratch | None = None,
+        given: Mapping[tuple[str, str], DeviceArray] | None = None,
+    ) -> RecordedGroup:
+        """Append a fused group (`cannot_fuse` first): each step's prepared scalars (a pass of
+        their own each), then the group's shader (and a reduction's combining passes), then a
+        compute->compute barrier. The last step is the anchor, whose `out` receives its value;
+        the other steps with an `out` are written too. The prepared scalars are returned as
+        the extra outputs of their steps (normalize's norm, which its entry checks); those in
+        `given` (by step id and name) are read from there instead of computed again."""
+        recording = Recording(self._catalog, cmd, scratch, self._alignment)
+        extras: dict[str, Extras] = {}
+        ready = []
+        for step in steps:
+            inputs = dict(step.inputs)
+            kept: dict[str, Extra] = {}
+            for name, prepared in step.fusion.prepared:
+                known = (given or {}).get((step.id, name))
+                if known is not None:  # computed before, by a node of the same reduction
+                    inputs[name] = known
+                    kept[name] = Extra(known, _scalar)
+                    continue
+                area = recording.scratch(FLOAT_BYTES, "a fused group")
+                value = DeviceArray(area.buffer, (), area.offset)
+                own = {
+                    key: v for key, v in step.inputs.items() if f"{{{key}}}" in prepared.expression
+                }
+                if any(isinstance(v, str) for v in own.values()):
+                    raise ValueError(f"{step.id}: a prepared scalar's inputs must be in memory")
+                self._record_shader(
+                    recording, [fused.Step(f"{step.id}.{name}", prepared, own, value)]
+                )
+                inputs[name] = value
+                kept[name] = Extra(value, _scalar)
+            if kept:
+                extras[step.id] = kept
+            ready.append(step._replace(inputs=inputs))
+        self._record_shader(recording, ready)
+        return RecordedGroup(recording.dispatches, extras)
+
+    def _record_shader(self, recording: Recording, steps: Sequence[fused.Step]) -> None:
+        made = fused.shader(steps, self.geometry.subgroup_arithmetic)
+        spirv = fused.spirv_of(made.source)
+        for array in (*made.reads, *made.writes, *(step.out for step in steps if step.out)):
+            if array.offset % self._offset_alignment:
+                raise ValueError("a fused group's array is not aligned for a storage binding")
+        reductions = []
+        for index in made.reductions:
+            step = steps[index]
+            combine, out = step.fusion.combine, step.out
+            assert combine is not None and out is not None, "a reduction step is written"
+            reductions.append((Reduction(combine, combine, step.fusion.root), out))
+        recording.fused(
+            fused.pipeline_key(spirv),
+            spirv,
+            [array.binding() for array in (*made.reads, *made.writes)],
+            numbers=made.numbers,
+            count=_elements(steps),
+            reductions=reductions,
+        )
 
     def records(self, op: str) -> bool:
         """Whether this device can record `op` (an op another package adds may have no
@@ -206,6 +305,15 @@ class Kernels(Closeable):
     def elements_per_binding(self) -> int:
         """How many floats one storage binding holds (vector ops split beyond it)."""
         return self.geometry.binding_elements
+
+
+def _elements(steps: Sequence[fused.Step]) -> int:
+    """How many elements a fused group runs over: its vectors' length."""
+    for step in steps:
+        for value in (*step.inputs.values(), step.out):
+            if isinstance(value, DeviceArray) and value.shape != ():
+                return value.size
+    return 0
 
 
 def _shape(value: Input) -> tuple[int, ...]:

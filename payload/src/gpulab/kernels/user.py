@@ -19,7 +19,8 @@ from gpulab.vk import Closeable, CommandPool, Device, Fence
 class Kernel(Closeable):
     """A compute shader called on device arrays: `k(x, 0.1, out=y)` binds the array
     arguments as storage buffers in order, then `out`; numbers are float32 push constants in
-    order; one invocation per element of `out` along x. Each call submits and waits.
+    order; one invocation per element of `out` (a 2-D grid past the device's workgroups along x
+    for shaders that read gl_NumWorkGroups, docs/cli.md). Each call submits and waits.
 
     Pipelines are made on first use per device and kept until close()."""
 
@@ -76,6 +77,8 @@ class Kernel(Closeable):
                 local_x=self.reflection.local_size[0],
                 scalars=scalars,
                 out=target,
+                per_invocation=self.reflection.floats_per_invocation(len(arrays)),
+                grid=self.reflection.reads_workgroup_count,
             )
             cmd.barrier("compute", "host")
             cmd.end()

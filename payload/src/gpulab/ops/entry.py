@@ -14,6 +14,7 @@ a selftest Draw).
 
 from __future__ import annotations
 
+import enum
 import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -83,6 +84,42 @@ class Bench:
     elements, or 3 n x n matrices and 2 vectors for a matrix op."""
 
 
+class Combine(enum.IntEnum):
+    """How a fusable reduction combines its terms (the values are shaders/reduce.glsl's OP
+    codes of the combining pass)."""
+
+    SUM = 0
+    MIN = 1
+    MAX = 2
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How the fuser (gpulab.graph.fusion plans, gpulab.kernels.fused generates the shader)
+    inlines an op into one dispatch with the elementwise ops that feed it (docs/ops.md).
+
+    `expression` is GLSL over the op's inputs written `{name}`: an array input stands for one
+    element (a float, or a vec4 of four neighbours), a scalar input for a float. For an
+    elementwise op it is the element of the result; for a reduction (`combine` set) it is the
+    term of one element, which `combine` folds into one number, its square root taken last
+    when `root`. An op with a Fusion is either kind; any other op is never fused.
+
+    `prepared` names scalars an elementwise op needs of its whole input first (normalize's
+    norm): each is a reduction (a Fusion with `combine`) over the op's own inputs, run as its
+    own pass before the group's, read by `expression` as `{name}` and handed to the op's
+    `check` as the extra output of that name. The inputs of such an op are read from memory, so
+    their producers never join its group."""
+
+    expression: str
+    combine: Combine | None = None
+    root: bool = False
+    prepared: tuple[tuple[str, Fusion], ...] = ()
+
+    @property
+    def reduces(self) -> bool:
+        return self.combine is not None
+
+
 @dataclass(frozen=True)
 class OpEntry:
     """One op (see the module docstring)."""
@@ -113,6 +150,8 @@ class OpEntry:
     """A node form of its own (`"op": "kernel"`): each node gets its own spec (inputs and
     shape rule) and params from its JSON, which may have the keys `node_keys` besides the
     common ones. Such an op is not listed among the ops (schema enum, selftest, bench)."""
+    fusion: Fusion | None = None
+    """How the op fuses with its neighbours on Vulkan, or None: it runs as its own dispatches."""
     node_keys: tuple[str, ...] = ()
     node_schema: Mapping[str, Any] | None = None
     node_files: tuple[tuple[str, str], ...] = ()

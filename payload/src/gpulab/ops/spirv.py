@@ -1,5 +1,6 @@
 """What a compute shader's SPIR-V declares, read from the module itself: its local size, its
-descriptor bindings and the size of its push-constant block. A small reader of the SPIR-V
+descriptor bindings, the size of its push-constant block and whether it reads the workgroup
+count. A small reader of the SPIR-V
 binary form (the words, not a disassembly), enough to check a user kernel against the
 binding convention of `"op": "kernel"` nodes (docs/cli.md) before anything runs.
 """
@@ -19,6 +20,7 @@ _OP_TYPE_FLOAT = 22
 _OP_TYPE_VECTOR = 23
 _OP_TYPE_MATRIX = 24
 _OP_TYPE_ARRAY = 28
+_OP_TYPE_RUNTIME_ARRAY = 29
 _OP_TYPE_STRUCT = 30
 _OP_TYPE_POINTER = 32
 _OP_CONSTANT = 43
@@ -33,9 +35,11 @@ _OP_EXECUTION_MODE_ID = 331
 _GL_COMPUTE = 5
 _LOCAL_SIZE = 17
 _LOCAL_SIZE_ID = 38
+_ARRAY_STRIDE = 6
 _BUFFER_BLOCK = 3
 _BUILT_IN = 11
 _WORKGROUP_SIZE = 25
+_NUM_WORKGROUPS = 24
 _BINDING = 33
 _DESCRIPTOR_SET = 34
 _OFFSET = 35
@@ -57,6 +61,8 @@ class Binding:
     binding: int
     storage: bool
     """A storage buffer (`buffer` in GLSL); else a uniform buffer, image or sampler."""
+    element_bytes: int = 4
+    """The array stride of the block's unsized array (16 for `vec4 o[]`); 4 without one."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,15 @@ class Reflection:
     """In (set, binding) order."""
     push_constant_bytes: int
     """The size of the push-constant block (0 when there is none)."""
+    reads_workgroup_count: bool = False
+    """The shader reads gl_NumWorkGroups: it can index a 2-D grid of workgroups
+    (docs/cli.md, "The dispatch")."""
+
+    def floats_per_invocation(self, binding: int) -> int:
+        """The floats one invocation writes of the array at `binding`: 4 where the shader
+        declares it (or an alias of it) as vec4s, 1 as floats."""
+        strides = [b.element_bytes for b in self.bindings if b.binding == binding and b.set == 0]
+        return max(1, max(strides, default=4) // 4)
 
 
 @dataclass
@@ -85,6 +100,7 @@ class _Tables:
     """A scalar, vector or matrix type's bytes."""
     arrays: dict[int, tuple[int, int]] = field(default_factory=dict)
     """An array type's element type and length constant."""
+    runtime_arrays: set[int] = field(default_factory=set)
     structs: dict[int, tuple[int, ...]] = field(default_factory=dict)
     pointers: dict[int, int] = field(default_factory=dict)
     """A pointer type's pointee."""
@@ -98,6 +114,8 @@ class _Tables:
             self.sizes[operands[0]] = self.sizes.get(operands[1], 4) * operands[2]
         elif opcode == _OP_TYPE_ARRAY:
             self.arrays[operands[0]] = (operands[1], operands[2])
+        elif opcode == _OP_TYPE_RUNTIME_ARRAY:
+            self.runtime_arrays.add(operands[0])
         elif opcode == _OP_TYPE_STRUCT:
             self.structs[operands[0]] = tuple(operands[1:])
         elif opcode == _OP_TYPE_POINTER:
@@ -154,6 +172,13 @@ class _Tables:
             return max((placed.get(i, 0) + self.type_bytes(m) for i, m in members), default=0)
         return 4
 
+    def element_bytes(self, block: int) -> int:
+        """The stride of a block's unsized array (its last member), else 4."""
+        members = self.structs.get(block, ())
+        if members and members[-1] in self.runtime_arrays:
+            return self.decorations.get(members[-1], {}).get(_ARRAY_STRIDE, 4)
+        return 4
+
     def bindings_and_push(self) -> tuple[tuple[Binding, ...], int]:
         bindings: list[Binding] = []
         push = 0
@@ -169,7 +194,8 @@ class _Tables:
                 storage_class == _UNIFORM and _BUFFER_BLOCK in self.decorations.get(pointee, {})
             )
             set_number = decorated.get(_DESCRIPTOR_SET, 0)
-            bindings.append(Binding(set_number, decorated[_BINDING], storage))
+            element = self.element_bytes(pointee)
+            bindings.append(Binding(set_number, decorated[_BINDING], storage, element))
         bindings.sort(key=lambda b: (b.set, b.binding))
         return tuple(bindings), push
 
@@ -192,4 +218,5 @@ def reflect(spirv: bytes) -> Reflection:
         tables.add(opcode, words[at + 1 : at + count])
         at += count
     bindings, push = tables.bindings_and_push()
-    return Reflection(tables.local_size(), bindings, push)
+    counted = any(d.get(_BUILT_IN) == _NUM_WORKGROUPS for d in tables.decorations.values())
+    return Reflection(tables.local_size(), bindings, push, counted)

@@ -13,6 +13,7 @@ cached by the sha256 of the source and the flags under $XDG_CACHE_HOME/gpulab/sp
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -71,12 +72,19 @@ def cache_dir() -> Path:
 
 def compiler() -> list[str] | None:
     """The argv prefix of the GLSL compiler found on PATH (glslc first), or None."""
-    glslc = shutil.which("glslc")
+    found = _compiler_on(os.environ.get("PATH", os.defpath))
+    return list(found) if found is not None else None
+
+
+@functools.lru_cache(maxsize=8)
+def _compiler_on(path: str) -> tuple[str, ...] | None:
+    """compiler() for this PATH (looked up once per PATH: recording asks for every group)."""
+    glslc = shutil.which("glslc", path=path)
     if glslc:
-        return [glslc, f"--target-env={TARGET_ENV}", "-fshader-stage=compute"]
-    glslang = shutil.which("glslangValidator")
+        return (glslc, f"--target-env={TARGET_ENV}", "-fshader-stage=compute")
+    glslang = shutil.which("glslangValidator", path=path)
     if glslang:
-        return [glslang, "-V", "--target-env", TARGET_ENV, "-S", "comp"]
+        return (glslang, "-V", "--target-env", TARGET_ENV, "-S", "comp")
     return None
 
 
@@ -101,12 +109,22 @@ def compile_glsl(path: Path, name: str) -> bytes:
         source = path.read_bytes()
     except OSError as exc:
         raise KernelError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    return compile_source(source, name, path=path)
+
+
+def compile_source(
+    source: bytes, name: str, *, path: Path | None = None, include: Path | None = None
+) -> bytes:
+    """The SPIR-V of GLSL compute `source` (read from `path`, or written to a temporary file
+    named `name`), `#include`s looked up in `include`; cached by the source and the flags."""
     argv = compiler()
     if argv is None:
         raise KernelError(
             f"cannot compile {name}: no glslc or glslangValidator on PATH (install "
             "shaderc or glslang-tools, as the vulkan role does, or give a compiled .spv)"
         )
+    if include is not None:
+        argv.append(f"-I{include}")
     flags = " ".join([Path(argv[0]).name, *argv[1:]])
     digest = hashlib.sha256(flags.encode() + b"\0" + source).hexdigest()
     cached = cache_dir() / f"{digest}.spv"
@@ -115,6 +133,9 @@ def compile_glsl(path: Path, name: str) -> bytes:
     except OSError:
         pass
     with tempfile.TemporaryDirectory(prefix="gpulab-kernel-") as work:
+        if path is None:
+            path = Path(work) / Path(name).name
+            path.write_bytes(source)
         out = Path(work) / "kernel.spv"
         done = subprocess.run(
             [*argv, "-o", str(out), str(path)],

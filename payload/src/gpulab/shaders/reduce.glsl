@@ -20,17 +20,25 @@ const uint OP_DOT = 3;
 const uint OP_SUM_OF_SQUARES = 4;
 const bool EXTREME = OP == OP_MIN || OP == OP_MAX;
 
+// A fused first pass (gpulab.kernels.fused) defines FUSED_TERMS, the term4 and term functions
+// that replace x's (and y's) below, declares its own buffers (partial[] among them) before
+// including this file, and may add push constants in FUSED_PARAMS.
+#ifndef FUSED_TERMS
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
 layout(std430, set = 0, binding = 0) readonly buffer X4 { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Y { float y[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Y4 { vec4 y4[]; };
 layout(std430, set = 0, binding = 2) buffer Out { float partial[]; };
+#endif
 
 layout(push_constant) uniform Params {
     uint n;
     uint vec4_ok;
     uint out_index;
     uint finish;
+#ifdef FUSED_PARAMS
+    FUSED_PARAMS
+#endif
 };
 
 float identity() {
@@ -78,6 +86,9 @@ float subgroup_combine(float v) {
 
 #include "group_reduce.glsl"
 
+#ifdef FUSED_TERMS
+FUSED_TERMS
+#else
 vec4 term4(uint i) {
     if (OP == OP_DOT) {
         return x4[i] * y4[i];
@@ -97,6 +108,7 @@ float term(uint i) {
     }
     return x[i];
 }
+#endif
 
 void main() {
     uint gid = gl_GlobalInvocationID.x;

@@ -8,7 +8,7 @@ from typing import Any
 
 from gpulab._shown import shown
 from gpulab.ops.entries._vector import vector_bench
-from gpulab.ops.entry import OpEntry
+from gpulab.ops.entry import Fusion, OpEntry
 from gpulab.ops.spec import Kind, OpSpec, Shape, ShapeError
 
 _V, _S = Kind.VECTOR, Kind.SCALAR
@@ -68,6 +68,7 @@ ADD = OpEntry(
     float32=lambda np, x, y: x + y,
     cases=lambda d: [({"x": d.x, "y": d.y}, {})],
     bench=vector_bench(3, y=True, compare=_add_compare),
+    fusion=Fusion("{x} + {y}"),
 )
 
 SCALE = OpEntry(
@@ -78,6 +79,7 @@ SCALE = OpEntry(
     float32=lambda np, x, a=0.0: np.float32(a) * x,
     cases=lambda d: [({"x": d.x, "a": -2.5}, {})],
     bench=vector_bench(2, a=True, compare=_scale_compare),
+    fusion=Fusion("{a} * {x}"),
 )
 
 SAXPY = OpEntry(
@@ -90,6 +92,7 @@ SAXPY = OpEntry(
     float32=lambda np, x, y, a=0.0: np.float32(a) * x + y,
     cases=lambda d: [({"a": 1.5, "x": d.x, "y": d.y}, {})],
     bench=vector_bench(3, y=True, a=True, compare=_saxpy_compare),
+    fusion=Fusion("{a} * {x} + {y}"),
 )
 
 ENTRIES = (ADD, SCALE, SAXPY)

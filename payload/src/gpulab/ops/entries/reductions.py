@@ -10,7 +10,7 @@ from typing import Any
 from gpulab._shown import shown
 from gpulab.ops.entries._vector import vector_bench
 from gpulab.ops.entries.elementwise import same_vector
-from gpulab.ops.entry import OpEntry
+from gpulab.ops.entry import Combine, Fusion, OpEntry
 from gpulab.ops.solver import SolverReport
 from gpulab.ops.spec import Kind, NumericalError, OpSpec, Shape
 
@@ -81,6 +81,7 @@ def _reduction(  # noqa: PLR0917 - one row of the table below
     float32: Callable[..., Any],
     library: Callable[[Any, bool, Mapping[str, Any]], Any],
     description: str,
+    fusion: Fusion,
 ) -> OpEntry:
     two = len(inputs) == 2
     return OpEntry(
@@ -93,6 +94,7 @@ def _reduction(  # noqa: PLR0917 - one row of the table below
         float32=float32,
         cases=(lambda d: [({"x": d.x, "y": d.y}, {})]) if two else (lambda d: [({"x": d.x}, {})]),
         bench=vector_bench(2 if two else 1, y=two, compare=_compare(library)),
+        fusion=fusion,
     )
 
 
@@ -103,6 +105,7 @@ SUM = _reduction(
     lambda np, x: np.sum(x),
     lambda xp, torch, v: xp.sum(v["x"]),
     "sum of x",
+    Fusion("{x}", Combine.SUM),
 )
 MAX = _reduction(
     "max",
@@ -111,6 +114,7 @@ MAX = _reduction(
     lambda np, x: np.max(x),
     lambda xp, torch, v: xp.max(v["x"]),
     "largest element of x",
+    Fusion("{x}", Combine.MAX),
 )
 MIN = _reduction(
     "min",
@@ -119,6 +123,7 @@ MIN = _reduction(
     lambda np, x: np.min(x),
     lambda xp, torch, v: xp.min(v["x"]),
     "smallest element of x",
+    Fusion("{x}", Combine.MIN),
 )
 DOT = _reduction(
     "dot",
@@ -127,6 +132,7 @@ DOT = _reduction(
     lambda np, x, y: np.dot(x, y),
     lambda xp, torch, v: xp.dot(v["x"], v["y"]),
     "sum of x * y",
+    Fusion("{x} * {y}", Combine.SUM),
 )
 L2_NORM = _reduction(
     "l2_norm",
@@ -135,6 +141,7 @@ L2_NORM = _reduction(
     lambda np, x: np.linalg.norm(x),
     lambda xp, torch, v: _norm(xp, torch, v["x"]),
     "sqrt(sum(x**2))",
+    Fusion("{x} * {x}", Combine.SUM, root=True),
 )
 
 
@@ -160,6 +167,10 @@ NORMALIZE = OpEntry(
     bench=vector_bench(3, compare=_normalize_compare),
     host_errors_are_numerical=True,
     check=_normalize_check,
+    # The norm first (its own pass over x), then x / norm fuses like an elementwise op.
+    fusion=Fusion(
+        "{x} / {norm}", prepared=(("norm", Fusion("{x} * {x}", Combine.SUM, root=True)),)
+    ),
 )
 
 ENTRIES = (SUM, MAX, MIN, DOT, L2_NORM, NORMALIZE)

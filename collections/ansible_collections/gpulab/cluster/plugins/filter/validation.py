@@ -10,6 +10,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_client import
     gres_gpu_count,
     parse_scontrol,
 )
+from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_gpu_env import id_variable
 
 DOCUMENTATION = r"""
 ---
@@ -157,13 +158,17 @@ def _judge_agreement(
 
 def _given_gres(result: dict[str, Any]) -> str:
     """The GRES Slurm gave the job, from the `scontrol show job -o -d` it recorded, else from
-    the GPU indices Slurm exported to it; "" for none."""
+    the GPU ids Slurm exported to it (the variable the payload reads them from); "" for none."""
     slurm: dict[str, Any] = result.get("slurm") or {}
     job = parse_scontrol(slurm.get("job") or "")
     if job is not None and job.gres:
         return job.gres
-    gpus = (slurm.get("env") or {}).get("SLURM_JOB_GPUS")
-    return f"gpu:{len(gpus.split(','))}(IDX:{gpus})" if gpus else ""
+    env: dict[str, str] = slurm.get("env") or {}
+    variable = id_variable(env)
+    if variable is None:
+        return ""
+    gpus = env[variable].strip()
+    return f"gpu:{len(gpus.split(','))}(IDX:{gpus})"
 
 
 def _ran_on(steps: dict[str, Any], gres: str) -> str:

@@ -758,7 +758,9 @@ def says_unreachable(result: CommandResult) -> bool:
 def sbatch_refusal(result: CommandResult) -> str:
     """Why sbatch refused a job: its last line of stderr without "sbatch: error: "."""
     lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
-    return (lines[-1] if lines else "(no message)").removeprefix("sbatch: error: ")
+    line = lines[-1] if lines else "(no message)"
+    prefix = "sbatch: error: "  # str.removeprefix is Python 3.9's; this file runs on 3.8 too
+    return line[len(prefix) :] if line.startswith(prefix) else line
 
 
 class SlurmError(RuntimeError):

@@ -6,7 +6,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
+
+from ansible_collections.gpulab.cluster.plugins.module_utils.gpu_files import (
+    DRM_MAJOR,
+    NVIDIA_SHARED_FILES,
+    NVIDIA_VENDOR_ID,
+    ListedFiles,
+    match_file,
+    node_kind,
+    nvidia_nodes,
+    render_nodes,
+    tegra_files,
+    tegra_gpu_file,
+)
 
 # VkPhysicalDeviceType as vulkaninfo prints it -> the contract's short names.
 DEVICE_TYPES = {
@@ -16,26 +29,9 @@ DEVICE_TYPES = {
     "PHYSICAL_DEVICE_TYPE_CPU": "cpu",
 }
 
-# Nodes of NVIDIA's driver that every GPU of the host shares, in the order jobs open them.
-NVIDIA_SHARED_FILES = (
-    "/dev/nvidiactl",
-    "/dev/nvidia-uvm",
-    "/dev/nvidia-uvm-tools",
-    "/dev/nvidia-modeset",
-)
-# The one node per Tegra GPU that gres.conf names: the GPU's control node, which every user
-# of the GPU (libnvrm_gpu, under CUDA and Vulkan alike) opens first to find the GPU, so a job
-# denied it (ConstrainDevices) cannot use the GPU at all. L4T r36 (JetPack 6) names it
-# /dev/nvgpu/igpu0/ctrl; older releases have only the /dev/nvhost-*-gpu names. Orin has one
-# integrated GPU, igpu0; one File per GPU is all that Slurm 21.08's gres.conf takes.
-TEGRA_GPU_FILES = ("/dev/nvgpu/igpu0/ctrl", "/dev/nvhost-ctrl-gpu", "/dev/nvhost-gpu")
-
 _GPU_HEADER = re.compile(r"^GPU(\d+):\s*$")
 _FIELD = re.compile(r"^\s+(\w+)\s*=\s*(.*?)\s*$")
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
-_NVIDIA_NODE = re.compile(r"^/dev/nvidia(\d+)$")
-_RENDER_NODE = re.compile(r"^/dev/dri/renderD(\d+)$")
-_TEGRA_NODE = re.compile(r"^/dev/(nvmap|nvhost-[\w-]+|nvgpu/igpu0/[\w-]+)$")
 # Words of a device name that say nothing about the model: vendors, brands, form factors.
 _NOT_MODEL = re.compile(r"^(nvidia|amd|ati|intel|r|tm|geforce|tegra|radeon|graphics|"
                         r"corporation|radv|pcie|sxm\d*|hbm\d*e?|\d+gb)$")  # fmt: skip
@@ -135,9 +131,33 @@ def add_features(devices: list[dict[str, Any]], details: dict[int, dict[str, str
         device["features"] = sorted(words)
 
 
-def _numbered(paths: Iterable[str], pattern: re.Pattern[str]) -> list[str]:
-    found = [(int(m.group(1)), p) for p in paths if (m := pattern.match(p))]
-    return [path for _number, path in sorted(found)]
+class Identity(NamedTuple):
+    """What gpu_files matches a device file by, as far as vulkaninfo tells it: vulkaninfo's
+    text has no PCI address, and its DRM render node is the one details name."""
+
+    index: int
+    type: str
+    vendor_id: int
+    uuid: str
+    pci_bus: str | None
+    drm_render: tuple[int, int] | None
+
+
+def identity(device: Mapping[str, Any], detail: Mapping[str, str]) -> Identity:
+    """The identity of a device of parse_summary, with its details (parse_details)."""
+    vendor = device.get("vendor_id", "")
+    try:
+        vendor_id = int(vendor, 16)
+    except ValueError:  # not printed: NVIDIA's driver speaks for NVIDIA's GPUs
+        vendor_id = NVIDIA_VENDOR_ID if _nvidia_driver(device) else 0
+    render = None
+    if detail.get("hasRender") == "true" and detail.get("renderMinor", "").isdigit():
+        render = (DRM_MAJOR, int(detail["renderMinor"]))
+    return Identity(device["index"], device["type"], vendor_id, device["uuid"], None, render)
+
+
+def _nvidia_driver(device: Mapping[str, Any]) -> bool:
+    return str(device.get("driver_id", "")).startswith("DRIVER_ID_NVIDIA")
 
 
 def assign_device_files(
@@ -145,61 +165,53 @@ def assign_device_files(
     dev_paths: Iterable[str],
     tegra: bool,
     details: dict[int, dict[str, str]],
-    nvidia_uuids: Mapping[str, str] | None = None,
+    nvidia: Mapping[int, Mapping[str, str]] | None = None,
 ) -> None:
     """Give each GPU the device nodes a job needs (device_files) and the one that stands
     for it in gres.conf (gres_file, first of device_files).
 
-    NVIDIA's discrete GPUs take the /dev/nvidiaN whose GPU UUID (nvidia_uuids, from the
-    driver's /proc information, see module_utils/nvidia_driver.py) is their deviceUUID, the
-    way gpulab's payload matches them; where the driver's information is not visible, the
-    remaining /dev/nvidiaN in enumeration order; plus the driver's shared nodes. The
-    integrated GPU of a Tegra host (L4T) takes nvmap, nvhost-* and nvgpu/igpu0/*; other GPUs
-    take the render node their VK_EXT_physical_device_drm names (renderMinor in details),
-    else the next /dev/dri/renderD* in order. CPU devices (lavapipe) have no device file,
-    so they never become Slurm GRES. A GPU listed twice (the same deviceUUID through two ICD
+    Which node is which GPU is gpu_files' match_file, as in the payload: NVIDIA's discrete
+    GPUs take the /dev/nvidiaN whose GPU UUID (nvidia: the driver's information by device
+    minor, see module_utils/nvidia_driver.py) is their deviceUUID, the integrated GPU of a Tegra
+    host (L4T) the first of gpu_files.TEGRA_GPU_FILES, other GPUs the render node their
+    VK_EXT_physical_device_drm names (renderMinor in details). A GPU that matches no node takes
+    the next one left of its kind, in number order (the driver's information is not visible,
+    or the driver does not name its render node). Jobs also need NVIDIA's shared nodes and
+    Tegra's nvmap and other GPU nodes. CPU devices (lavapipe) have no device file, so they
+    never become Slurm GRES. A GPU listed twice (the same deviceUUID through two ICD
     manifests) gets the same files both times.
     """
     paths = sorted(set(dev_paths))
-    by_uuid = {uuid: node for node, uuid in (nvidia_uuids or {}).items() if uuid and node in paths}
-    own = {d["index"]: by_uuid[d["uuid"]] for d in devices if d.get("uuid") in by_uuid}
-    nvidia = [node for node in _numbered(paths, _NVIDIA_NODE) if node not in own.values()]
-    render = _numbered(paths, _RENDER_NODE)
-    named = {index: _named_render_node(detail) for index, detail in details.items()}
-    render = [node for node in render if node not in named.values()]
-    seen: dict[str, list[str]] = {}  # by deviceUUID: a GPU the loader lists twice keeps its files
+    firsts: dict[str, int] = {}  # by deviceUUID: the first of a GPU the loader lists twice
+    gpus = []
     for device in devices:
-        if device["type"] == "cpu":
+        if device["type"] == "cpu" or device["uuid"] in firsts:
             continue
-        if device.get("uuid") in seen:
-            files = seen[device["uuid"]]
-        elif device["driver_id"].startswith("DRIVER_ID_NVIDIA"):
-            if tegra and device["type"] == "integrated":
-                files = _tegra_files(paths)
-            else:
-                node = own.get(device["index"]) or (nvidia.pop(0) if nvidia else None)
-                files = [node] if node else []
-                files += [p for p in NVIDIA_SHARED_FILES if files and p in paths]
-        elif named.get(device["index"]) in paths:
-            files = [named[device["index"]]]
+        if device["uuid"]:
+            firsts[device["uuid"]] = device["index"]
+        gpus.append(identity(device, details.get(device["index"], {})))
+    nodes = nvidia_nodes(paths) + render_nodes(paths) + (tegra_gpu_file(paths) if tegra else [])
+    host = ListedFiles(nvidia or {})
+    matched: dict[tuple[int, str], str] = {}  # (device index, node kind) -> its node
+    spare: dict[str, list[str]] = {"nvidia": [], "render": [], "tegra": []}
+    for node in nodes:
+        device = match_file(node, gpus, host).device
+        if device is None:
+            spare[node_kind(node)].append(node)
         else:
-            files = [render.pop(0)] if render else []
-        if device.get("uuid"):
-            seen.setdefault(device["uuid"], files)
+            matched.setdefault((device, node_kind(node)), node)
+    nvidia_driver = {d["index"]: _nvidia_driver(d) for d in devices}
+    files_of: dict[int, list[str]] = {}
+    for gpu in gpus:
+        if nvidia_driver[gpu.index] and tegra and gpu.type == "integrated":
+            files_of[gpu.index] = tegra_files(paths) if (gpu.index, "tegra") in matched else []
+            continue
+        kind = "nvidia" if nvidia_driver[gpu.index] else "render"
+        own = matched.get((gpu.index, kind)) or (spare[kind].pop(0) if spare[kind] else None)
+        shared = [p for p in NVIDIA_SHARED_FILES if kind == "nvidia" and p in paths]
+        files_of[gpu.index] = [own, *shared] if own else []
+    for device in devices:
+        first = firsts.get(device["uuid"], device["index"])
+        files = files_of.get(first, []) if device["type"] != "cpu" else []
         device["device_files"] = files
         device["gres_file"] = files[0] if files else None
-
-
-def _named_render_node(detail: dict[str, str]) -> str:
-    """The render node VK_EXT_physical_device_drm names, or ""."""
-    if detail.get("hasRender") == "true" and detail.get("renderMinor", "").isdigit():
-        return f"/dev/dri/renderD{detail['renderMinor']}"
-    return ""
-
-
-def _tegra_files(paths: list[str]) -> list[str]:
-    own = [p for p in TEGRA_GPU_FILES if p in paths][:1]
-    if not own:
-        return []
-    shared = [p for p in paths if _TEGRA_NODE.match(p) and p != own[0]]
-    return own + sorted(shared, key=lambda p: (p != "/dev/nvmap", p))

@@ -149,10 +149,8 @@ import os
 from typing import Any, NamedTuple
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpulab.cluster.plugins.module_utils.nvidia_driver import (
-    gpu_uuid,
-    nvidia_gpus,
-)
+from ansible_collections.gpulab.cluster.plugins.module_utils.gpu_files import DEVICE_NODE_GLOBS
+from ansible_collections.gpulab.cluster.plugins.module_utils.nvidia_driver import nvidia_gpus
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_runner import (
     CommandResult,
     Runner,
@@ -171,8 +169,6 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "tegra_release": {"type": "path", "default": "/etc/nv_tegra_release"},
     "nvidia_gpus_dir": {"type": "path", "default": "/proc/driver/nvidia/gpus"},
 }
-# GPU device nodes, relative to dev_dir: NVIDIA's, DRM render nodes, Tegra's.
-DEVICE_NODE_GLOBS = ("nvidia*", "dri/renderD*", "nvmap", "nvhost-*", "nvgpu/igpu0/*")
 
 
 def device_nodes(dev_dir: str) -> list[str]:
@@ -186,11 +182,12 @@ def device_nodes(dev_dir: str) -> list[str]:
 
 class HostNodes(NamedTuple):
     """What the host tells about its GPU nodes: the nodes (named as under /dev), whether it
-    is an L4T host, and the GPU UUID behind each /dev/nvidiaN (empty without NVIDIA's driver)."""
+    is an L4T host, and the NVIDIA driver's information of each GPU by its device minor (the N
+    of /dev/nvidiaN; empty without NVIDIA's driver)."""
 
     nodes: list[str]
     tegra: bool
-    nvidia_uuids: dict[str, str]
+    nvidia: dict[int, dict[str, str]]
 
 
 def _last_line(result: CommandResult) -> str:
@@ -241,7 +238,7 @@ def _finish(
     devices: list[dict[str, Any]], details: dict[int, dict[str, str]], host: HostNodes
 ) -> list[dict[str, Any]]:
     add_features(devices, details)
-    assign_device_files(devices, host.nodes, host.tegra, details, host.nvidia_uuids)
+    assign_device_files(devices, host.nodes, host.tegra, details, host.nvidia)
     return devices
 
 
@@ -253,11 +250,7 @@ def probe(params: dict[str, Any], runner: Runner, nodes: list[str], tegra: bool)
     if command is None:
         reason = f"{params['vulkaninfo']} is not installed (package vulkan-tools)"
     else:
-        uuids = {
-            f"/dev/nvidia{minor}": gpu_uuid(fields)
-            for minor, fields in nvidia_gpus(params["nvidia_gpus_dir"]).items()
-        }
-        host = HostNodes(nodes, tegra, uuids)
+        host = HostNodes(nodes, tegra, nvidia_gpus(params["nvidia_gpus_dir"]))
         devices, reason, warnings = read_devices(command, runner, host)
     return {
         "changed": False,

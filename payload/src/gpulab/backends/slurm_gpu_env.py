@@ -1,0 +1,1 @@
+../../../../collections/ansible_collections/gpulab/cluster/plugins/module_utils/slurm_gpu_env.py

@@ -1,0 +1,236 @@
+""".npy inputs that only Vulkan reads are streamed from the file into the device buffer
+(Stager.upload_file): float32 C-order data as it is, through the staging ring (as on a
+discrete GPU) or straight into mapped memory (lavapipe); other dtypes and Fortran order go
+the pinned way. Either way the values are numpy's, bit for bit; bad files are exit 2 with one
+line naming the input, found by the load (as `gpulab validate` finds them), or by the read
+where a caller loads with check_values=False."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gpulab.graph.npy
+import gpulab.memory.staging
+import numpy as np
+import pytest
+from gpulab import Runner, load_graph
+from gpulab.backends.vulkan import VulkanExecutor
+from gpulab.graph import GraphInvalid
+from gpulab.memory import Allocation
+from graph_helpers import needs_vulkan, subprocess_cli, write_graph
+
+CHUNK = 64 << 10
+"""The file chunk for these tests (the smallest the Stager takes): files of a few hundred
+KiB span several rings."""
+
+
+@pytest.fixture(params=["ring", "mapped"])
+def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Small file chunks; "ring": device memory the host cannot map, as on a discrete GPU,
+    so files go through the staging ring."""
+    monkeypatch.setattr(gpulab.memory.staging, "FILE_CHUNK", CHUNK)
+    if request.param == "ring":
+        mappable = Allocation.host_visible.fget
+        assert mappable is not None
+        monkeypatch.setattr(
+            Allocation, "host_visible", property(lambda a: a.kind != "device" and mappable(a))
+        )
+    yield str(request.param)
+
+
+def vector_graph(folder: Path, array: np.ndarray[Any, Any]) -> Path:
+    """s = x * 1 (exact) on x from x.npy: the output is x as the device got it."""
+    np.save(folder / "x.npy", array)
+    graph = {
+        "version": 1,
+        "inputs": {"x": {"type": "vector", "file": "x.npy"}},
+        "nodes": [{"id": "s", "op": "scale", "inputs": {"x": "x", "a": 1.0}}],
+        "outputs": ["s"],
+    }
+    return write_graph(folder, graph)
+
+
+def matrix_graph(folder: Path, array: np.ndarray[Any, Any]) -> Path:
+    """P = A @ I (exact: one product by 1 and additions of zeros per element)."""
+    np.save(folder / "a.npy", array)
+    cols = array.shape[1]
+    graph = {
+        "version": 1,
+        "inputs": {
+            "A": {"type": "matrix", "file": "a.npy"},
+            "I": {"type": "matrix", "data": np.eye(cols).tolist()},
+        },
+        "nodes": [{"id": "P", "op": "matmul", "inputs": {"A": "A", "B": "I"}}],
+        "outputs": ["P"],
+    }
+    return write_graph(folder, graph)
+
+
+def run_vulkan(path: Path, check_values: bool = False) -> tuple[Any, dict[str, int]]:
+    with Runner("vulkan") as runner:
+        executor = runner.executor("vulkan")
+        assert isinstance(executor, VulkanExecutor)
+        executor.stager.threads, executor.stager.threaded_from = 3, 0  # the threaded pipeline
+        result = runner.run(load_graph(path, check_values=check_values))
+        return result, dict(executor.stager.counts["upload"])
+
+
+def expected(path: Path) -> np.ndarray[Any, Any]:
+    return np.load(path).astype(np.float32)
+
+
+def same_bits(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> None:
+    assert got.shape == want.shape
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+# 7 chunks and a bit: not a multiple of the chunk, several rings (3 + 2 slots) long.
+N = 7 * CHUNK // 4 + 1001
+
+
+@needs_vulkan
+@pytest.mark.parametrize("check_values", [False, True])
+def test_float32_files_are_streamed_bit_for_bit(
+    tmp_path: Path, way: str, check_values: bool
+) -> None:
+    array = np.random.default_rng(3).standard_normal(N).astype("<f4")
+    array[5] = -0.0
+    array[N - 1] = np.float32(3.4e38)  # the largest magnitudes pass
+    result, counts = run_vulkan(vector_graph(tmp_path, array), check_values)
+    same_bits(result.outputs["s"], array)
+    assert result.inputs["x"] == {"source": "file", "made_on": "host", "read": "streamed"}
+    assert counts["file" if way == "ring" else "file_direct"] == 1
+    assert counts["pinned"] == 0
+
+
+@needs_vulkan
+@pytest.mark.parametrize(
+    ("dtype", "why"),
+    [
+        (">f4", "holds >f4, converted to float32 on the host"),
+        ("<f8", "holds <f8, converted to float32 on the host"),
+        ("<f2", "holds <f2, converted to float32 on the host"),
+        ("<i4", "holds <i4, converted to float32 on the host"),
+        ("<u2", "holds <u2, converted to float32 on the host"),
+    ],
+)
+def test_other_dtypes_go_the_pinned_way(tmp_path: Path, way: str, dtype: str, why: str) -> None:
+    array = (np.arange(N) * 0.37 - 300).astype(dtype) if "u" not in dtype else np.arange(N) % 999
+    array = array.astype(dtype)
+    path = vector_graph(tmp_path, array)
+    result, counts = run_vulkan(path)
+    same_bits(result.outputs["s"], expected(tmp_path / "x.npy"))
+    assert result.inputs["x"] == {
+        "source": "file",
+        "made_on": "host",
+        "read": "pinned",
+        "not_streamed": why,
+    }
+    assert (counts["pinned"], counts["file"], counts["file_direct"]) == (1, 0, 0)
+
+
+@needs_vulkan
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_matrices_stream_in_c_order_and_fortran_order_goes_the_pinned_way(
+    tmp_path: Path, way: str, order: str
+) -> None:
+    array = np.asarray(
+        np.random.default_rng(4).uniform(1.0, 2.0, (3001, 33)), dtype=np.float32, order=order
+    )
+    result, _ = run_vulkan(matrix_graph(tmp_path, array))
+    same_bits(result.outputs["P"], expected(tmp_path / "a.npy"))
+    read = result.inputs["A"]
+    if order == "C":
+        assert read["read"] == "streamed"
+    else:
+        assert read["not_streamed"] == "is in Fortran order, transposed on the host"
+
+
+@needs_vulkan
+@pytest.mark.parametrize("dtype", ["<f4", "<f8"])
+def test_a_value_no_float32_can_hold_is_found_by_the_read(
+    tmp_path: Path, way: str, dtype: str
+) -> None:
+    """Loaded without the value check (gpulab run), the read finds it: one problem naming
+    the input, the file and the element, as validation words it."""
+    array = np.ones(N, dtype=dtype)
+    array[5 * CHUNK // 4 + 7] = np.inf if dtype == "<f4" else 1e300
+    path = vector_graph(tmp_path, array)
+    found = "inf" if dtype == "<f4" else "1e+300"
+    with pytest.raises(GraphInvalid) as raised:
+        run_vulkan(path)
+    assert [str(p) for p in raised.value.errors] == [
+        f"inputs.x.file: x.npy: element [{5 * CHUNK // 4 + 7}] is {found}; values must be "
+        "finite and fit float32 (at most 3.4028235e+38 in size)"
+    ]
+
+
+@needs_vulkan
+def test_a_file_cut_short_after_the_load_is_an_input_error(tmp_path: Path, way: str) -> None:
+    path = vector_graph(tmp_path, np.ones(N, dtype=np.float32))
+    graph = load_graph(path, check_values=False)
+    data = tmp_path / "x.npy"
+    data.write_bytes(data.read_bytes()[: 3 * CHUNK])
+    with Runner("vulkan") as runner, pytest.raises(GraphInvalid) as raised:
+        runner.run(graph)
+    (problem,) = raised.value.errors
+    assert str(problem).startswith("inputs.x.file: x.npy: cannot be read (the file ends at byte")
+
+
+@needs_vulkan
+@pytest.mark.parametrize("backend", ["vulkan", "cpu"])
+def test_gpulab_run_refuses_a_bad_value_in_one_line(tmp_path: Path, backend: str) -> None:
+    array = np.ones(3000, dtype=np.float32)
+    array[2999] = np.nan
+    path = vector_graph(tmp_path, array)
+    done = subprocess_cli("run", str(path), "--backend", backend)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"gpulab: {path}: inputs.x.file: x.npy: element [2999] is nan; values must be finite "
+        "and fit float32 (at most 3.4028235e+38 in size)"
+    ]
+
+
+@needs_vulkan
+def test_gpulab_run_refuses_a_truncated_file_in_one_line(tmp_path: Path) -> None:
+    path = vector_graph(tmp_path, np.ones(3000, dtype=np.float32))
+    data = tmp_path / "x.npy"
+    data.write_bytes(data.read_bytes()[:5000])
+    done = subprocess_cli("run", str(path), "--backend", "vulkan")
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"gpulab: {path}: inputs.x.file: x.npy: not a readable .npy array")
+
+
+@needs_vulkan
+def test_full_results_written_to_a_file_equal_numpy(tmp_path: Path) -> None:
+    """A streamed input, read back with --full into the result file: numpy's values."""
+    array = np.random.default_rng(9).standard_normal(70_001).astype(np.float32)
+    path = vector_graph(tmp_path, array)
+    output = tmp_path / "result.json"
+    done = subprocess_cli("run", str(path), "--backend", "vulkan", "--full", "-o", str(output))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(output.read_text())
+    assert result["inputs"]["x"]["read"] == "streamed"
+    same_bits(np.asarray(result["outputs"]["s"]["data"], dtype=np.float32), array)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_validation_checks_large_files_on_threads_and_reports_the_first_bad_element(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    monkeypatch.setattr(gpulab.graph.npy, "CHECK_CHUNK", 1000)
+    monkeypatch.setattr(gpulab.graph.npy, "CHECK_THREADS_FROM", 2000)
+    array = np.ones((30, 1001), dtype=np.float32)
+    array[29, 1000] = np.inf
+    array[12, 3] = np.nan  # element 12015: the first, in the 13th chunk
+    np.save(tmp_path / "a.npy", array)
+    assert gpulab.graph.npy.first_bad_value(
+        np.load(tmp_path / "a.npy", mmap_mode="r"), threads
+    ) == (
+        "element [12, 3] is nan; values must be finite and fit float32 (at most 3.4028235e+38 "
+        "in size)"
+    )
