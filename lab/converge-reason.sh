@@ -53,7 +53,10 @@ trap 'rm -rf "$dir"' EXIT
 for node in "${LAB_NODES[@]}"; do
   podman exec "$LAB_PREFIX$node" sh -c "$probe" >"$dir/$node" 2>&1 &
 done
-podman exec "$LAB_PREFIX$LAB_CONTROLLER_NODE" sinfo --noheader --Node --format '%N %T' >"$dir/sinfo" 2>&1 &
+# Slurm's nodes out of service, by gpulab's one Slurm client (run from this tree in the
+# controller's python3: one definition of a healthy node, no Slurm command line here).
+podman exec -i "$LAB_PREFIX$LAB_CONTROLLER_NODE" python3 - unhealthy \
+  <collections/ansible_collections/gpulab/cluster/plugins/module_utils/slurm_client.py >"$dir/slurm" 2>&1 &
 wait || true
 for node in "${LAB_NODES[@]}"; do
   state=$(head -n 1 "$dir/$node")
@@ -61,5 +64,5 @@ for node in "${LAB_NODES[@]}"; do
   stopped=$(sed -n '2{s/.*Id=\([^ ]*\).*ActiveState=\([^ ]*\).*/\1 is \2/p}' "$dir/$node")
   [ -z "$stopped" ] || { echo "$node: $stopped"; exit 0; }
 done
-bad=$(grep -Evi '^[^ ]+ (idle|allocated|mixed|completing)$' "$dir/sinfo" | head -n 1) || true
+bad=$(head -n 1 "$dir/slurm")
 [ -z "$bad" ] || { echo "Slurm on $LAB_CONTROLLER_NODE: $bad"; exit 0; }

@@ -132,6 +132,9 @@ done
 if [ -n "$program" ]; then
   install -m 0755 "$render/gpulab-healthcheck" "$program"
   cmp -s "$render/gpulab-healthcheck" "$program"
+  # The program asks Slurm through gpulab's Slurm client, where the slurm role installs it.
+  install -D -m 0644 "$repo/collections/ansible_collections/gpulab/cluster/plugins/module_utils/slurm_client.py" \
+    /usr/local/lib/gpulab/slurm_client.py
 fi
 say "installed the rendered files unchanged (cmp): $(cd "$render" && ls | tr '\n' ' ')-> $conf_dir${program:+, $program}"
 cp "$render"/* "$run/"

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_runner import CommandResult
 
-TOOLS = ("sbatch", "scontrol", "squeue", "scancel", "sacct")
+TOOLS = ("sbatch", "scontrol", "squeue", "scancel", "sacct", "sinfo")
 
 
 @dataclass
@@ -28,7 +28,7 @@ class FakeRunner:
     def expect(
         self, argv: list[str], rc: int = 0, stdout: str = "", stderr: str = ""
     ) -> FakeRunner:
-        self.script.append((argv, CommandResult(rc, stdout, stderr)))
+        self.script.append((argv, CommandResult(tuple(argv), rc, stdout, stderr)))
         return self
 
     def which(self, name: str) -> str | None:

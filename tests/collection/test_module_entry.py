@@ -87,7 +87,7 @@ class RecordingModule:
 def test_runner_passes_an_argument_list_and_stdin() -> None:
     module = RecordingModule()
     result = SlurmRunner(module).run(("sbatch", "--parsable"), stdin="#!/bin/sh\n", env={"A": "1"})
-    assert result == CommandResult(0, "42\n", "")
+    assert result == CommandResult(("sbatch", "--parsable"), 0, "42\n", "")
     assert module.calls == [
         (
             ["sbatch", "--parsable"],

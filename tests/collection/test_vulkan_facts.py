@@ -369,7 +369,7 @@ def test_main_runs_in_check_mode_and_reads_the_tegra_mark(
 
     def run(self: SlurmRunner, argv: list[str], **_: Any) -> CommandResult:
         calls.append(list(argv))
-        return CommandResult(0, ORIN if argv[1:] == ["--summary"] else ORIN_FULL, "")
+        return CommandResult(tuple(argv), 0, ORIN if argv[1:] == ["--summary"] else ORIN_FULL, "")
 
     monkeypatch.setattr(SlurmRunner, "run", run)
     release = tmp_path / "nv_tegra_release"

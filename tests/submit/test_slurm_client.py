@@ -10,6 +10,7 @@ fixtures/slurm-24.11/: `sbatch --parsable`, `squeue --noheader --format='%i %T'`
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -448,3 +449,141 @@ def test_poll_gap_is_a_quarter_of_the_wait_between_its_bounds() -> None:
     assert slurm_client.poll_gap(4.0, 0.25, 2.0) == 1.0
     assert slurm_client.poll_gap(60.0, 0.25, 2.0) == 2.0
     assert slurm_client.poll_gap(60.0, 0.0, 0.0) == 0.0  # poll_s=0: tests that do not wait
+
+
+def test_node_partition_job_and_update_argvs_are_pinned() -> None:
+    assert slurm_client.sinfo_node_details_argv() == [
+        "sinfo",
+        "--noheader",
+        "--Node",
+        "--format=%N|%T|%u|%G|%f|%P|%E",
+    ]
+    assert slurm_client.sinfo_node_details_argv(["a", "b"])[-1] == "--nodes=a,b"
+    assert slurm_client.sinfo_partition_details_argv() == [
+        "sinfo",
+        "--noheader",
+        "--format=%P|%a|%l|%D|%N",
+    ]
+    assert slurm_client.squeue_jobs_argv(["w1"]) == [
+        "squeue",
+        "--noheader",
+        "--all",
+        "--format=%i|%T|%P|%u|%D|%N|%r|%j",
+        "--nodelist=w1",
+    ]
+    assert slurm_client.scontrol_update_nodes_argv(["w1", "w2"], "drain", "why not") == [
+        "scontrol",
+        "update",
+        "nodename=w1,w2",
+        "state=drain",
+        "reason=why not",
+    ]
+    assert slurm_client.scontrol_update_nodes_argv(["w1"], "resume") == [
+        "scontrol",
+        "update",
+        "nodename=w1",
+        "state=resume",
+    ]
+    assert slurm_client.scontrol_reconfigure_argv() == ["scontrol", "reconfigure"]
+    assert slurm_client.scancel_argv(["5", "6"]) == ["scancel", "5", "6"]
+
+
+@pytest.mark.parametrize(
+    ("long_state", "healthy", "unavailable"),
+    [
+        ("idle", True, False),
+        ("mixed", True, False),
+        ("allocated", True, False),
+        ("completing", True, False),
+        ("idle*", False, False),  # slurmd does not answer
+        ("idle+drain", False, True),
+        ("draining", False, True),
+        ("drained", False, True),
+        ("down*", False, True),
+        ("fail", False, True),
+        ("unknown", False, False),
+        ("future", False, False),
+    ],
+)
+def test_the_one_definition_of_a_healthy_node(
+    long_state: str, healthy: bool, unavailable: bool
+) -> None:
+    (node,) = slurm_client.parse_node_details(f"w1|{long_state}|Unknown|(null)|(null)|main*|none\n")
+    assert (node.healthy, node.unavailable) == (healthy, unavailable)
+
+
+def test_one_command_result_type_for_the_transports_and_the_collections_runner() -> None:
+    # The collection's slurm_runner imports it from the same file (tests/collection).
+    from gpulab.submit import transport  # noqa: PLC0415
+
+    assert transport.CommandResult is slurm_client.CommandResult
+    assert list(slurm_client.CommandResult.__dataclass_fields__) == [
+        "argv",
+        "returncode",
+        "stdout",
+        "stderr",
+    ]
+
+
+class _Slurm:
+    """A run callable answering each program with a fixed result, recording every argv."""
+
+    def __init__(self, **answers: tuple[int, str, str]) -> None:
+        self.answers = answers
+        self.calls: list[tuple[str, ...]] = []
+
+    def __call__(self, argv: Sequence[str]) -> slurm_client.CommandResult:
+        self.calls.append(tuple(argv))
+        code, out, err = self.answers[argv[0]]
+        return slurm_client.CommandResult(tuple(argv), code, out, err)
+
+
+def test_the_program_reads_a_nodes_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    run = _Slurm(
+        sinfo=(0, "w1|drained|root|(null)|(null)|main*|gpulab-health: lost (device 0)\n", "")
+    )
+    assert slurm_client.main(["reason", "w1"], run) == 0
+    assert capsys.readouterr().out == "gpulab-health: lost (device 0)\n"
+    assert run.calls == [
+        ("sinfo", "--noheader", "--Node", "--format=%N|%T|%u|%G|%f|%P|%E", "--nodes=w1")
+    ]
+    run = _Slurm(sinfo=(0, "w1|idle|Unknown|(null)|(null)|main*|none\n", ""))
+    assert slurm_client.main(["reason", "w1"], run) == 0
+    assert capsys.readouterr().out == "none\n"
+
+
+def test_the_program_drains_resumes_and_lists_unhealthy_nodes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = _Slurm(
+        scontrol=(0, "", ""),
+        sinfo=(
+            0,
+            "w1|idle|Unknown|(null)|(null)|main*|none\nw2|down*|slurm|(null)|(null)|main*|x\n",
+            "",
+        ),
+    )
+    assert slurm_client.main(["drain", "w1", "gpulab-health: lost"], run) == 0
+    assert slurm_client.main(["resume", "w1"], run) == 0
+    assert slurm_client.main(["unhealthy"], run) == 0
+    assert capsys.readouterr().out == "w2 down*\n"
+    assert run.calls[:2] == [
+        ("scontrol", "update", "nodename=w1", "state=drain", "reason=gpulab-health: lost"),
+        ("scontrol", "update", "nodename=w1", "state=resume"),
+    ]
+
+
+def test_the_program_prints_the_jobs_details_and_fails_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = _Slurm(scontrol=(0, SCONTROL_DETAILS_GPU, ""))
+    assert slurm_client.main(["job-details", "12"], run) == 0
+    assert capsys.readouterr().out == SCONTROL_DETAILS_GPU
+    assert run.calls == [("scontrol", "show", "job", "-o", "-d", "12")]
+    run = _Slurm(scontrol=(1, "", "slurm_load_jobs error: Invalid job id specified\n"))
+    assert slurm_client.main(["job-details", "12"], run) == 1
+    assert capsys.readouterr().err == (
+        "slurm_client: scontrol failed (rc 1): slurm_load_jobs error: Invalid job id specified\n"
+    )
+    assert slurm_client.main(["drain", "w1"], run) == 2
+    assert capsys.readouterr().err.startswith("usage: slurm_client.py COMMAND ARGS")

@@ -16,6 +16,7 @@ from gpulab.submit.slurm_client import (
     NodeState,
     QueuedJob,
     parse_node_states,
+    parse_partition_names,
     parse_queued_jobs,
     sinfo_nodes_argv,
     sinfo_partitions_argv,
@@ -100,7 +101,7 @@ def collect(run: Runner, now: Callable[[], float] = time.time) -> list[Family]:
     job_text = _read(run, squeue_all_argv())
     if node_text is None or partition_text is None or job_text is None:
         return [up.add(0)]
-    partitions = sorted({line.strip() for line in partition_text.splitlines() if line.strip()})
+    partitions = parse_partition_names(partition_text)
     return [
         up.add(1),
         *_node_families(parse_node_states(node_text)),

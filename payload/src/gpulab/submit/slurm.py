@@ -1,9 +1,10 @@
 """Slurm's commands run through a Transport: submit, follow, read the end of and cancel a job.
 
-The argv and the reading of the output are slurm_client's (shared with the collection); this
-adds what running them needs: the answers of an unreachable controller, and which command to
-ask when. Progress comes from `squeue --json`; the end from `scontrol show job -o`, or `sacct`
-(needs slurmdbd) once the controller has forgotten the job.
+The argv, the reading of the output, what an unreachable controller answers, a job's last state
+and cancelling are slurm_client's (shared with the collection's modules); this adds the
+exceptions `gpulab submit` turns into its exit codes, and which command to ask when. Progress
+comes from `squeue --json`; the end from `scontrol show job -o`, or `sacct` (needs slurmdbd)
+once the controller has forgotten the job.
 """
 
 from __future__ import annotations
@@ -11,15 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpulab.submit import slurm_client
-from gpulab.submit.slurm_client import JobState
+from gpulab.submit.slurm_client import JobState, SlurmClient, says_unreachable
 from gpulab.submit.transport import CommandResult, ConnectionLost, Transport, Unreachable
-
-# Messages of a controller that cannot be reached, as opposed to a refused request.
-_UNREACHABLE_HINTS = (
-    "Unable to contact slurm controller",
-    "Socket timed out",
-    "Connection refused",
-)
 
 
 class SubmitRejected(ValueError):
@@ -36,14 +30,9 @@ class GarbledOutput(Unreachable):
     a single such answer says nothing about the job, so waiting polls again."""
 
 
-def _says_unreachable(result: CommandResult) -> bool:
-    message = result.stderr.strip() or result.stdout.strip()
-    return any(hint in message for hint in _UNREACHABLE_HINTS)
-
-
 def check_reachable(result: CommandResult, where: str) -> None:
     """Unreachable, with the command's last line, when it says the controller did not answer."""
-    if _says_unreachable(result):
+    if says_unreachable(result):
         message = result.stderr.strip() or result.stdout.strip()
         raise Unreachable(f"{result.argv[0]} on {where}: {last_line(message)}")
 
@@ -62,8 +51,8 @@ def submit_job(transport: Transport, argv: Sequence[str]) -> str:
     except ConnectionLost as lost:
         raise AnswerLost(str(lost)) from None
     if result.returncode != 0:
-        reason = last_line(result.stderr).removeprefix("sbatch: error: ")
-        if _says_unreachable(result):
+        reason = slurm_client.sbatch_refusal(result)
+        if says_unreachable(result):
             # "Socket timed out": slurmctld may yet take the request it was sent.
             raise AnswerLost(f"sbatch on {transport.where}: {reason}")
         raise SubmitRejected(f"sbatch refused the job: {reason}")
@@ -103,25 +92,11 @@ def queue_state(transport: Transport, job_id: str) -> JobState | None:
 
 def last_state(transport: Transport, job_id: str) -> JobState | None:
     """What the controller's memory of recent jobs (MinJobAge), else accounting (slurmdbd)
-    says of the job, a final state first; None when neither has any record of it, or when
-    accounting has it PENDING and the controller does not know it: a submission slurmctld
-    lost with its last seconds of state (killed before it saved them), never to run."""
-    scontrol = transport.run(slurm_client.scontrol_job_argv(job_id))
-    known = None
-    if scontrol.returncode == 0:
-        known = slurm_client.parse_scontrol(scontrol.stdout)
-        if known is not None and known.finished:
-            return known
-    sacct = transport.run(slurm_client.sacct_argv(job_id))
-    if sacct.returncode == 0:
-        recorded = slurm_client.parse_sacct(sacct.stdout, job_id)
-        if recorded is not None and (
-            recorded.finished or (known is None and recorded.state != "PENDING")
-        ):
-            return recorded
-    return known
+    says of the job, a final state first; None when neither has any record of it
+    (SlurmClient.last_state, which the collection's slurm_job shares)."""
+    return SlurmClient(transport.run).last_state(job_id)
 
 
 def cancel(transport: Transport, job_id: str) -> None:
     """scancel the job (a job that already ended is not an error)."""
-    transport.run(["scancel", job_id])
+    SlurmClient(transport.run).cancel([job_id])

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
+
+# The one command result of gpulab (argv, returncode, stdout, stderr), the collection's too.
+from gpulab.submit.slurm_client import CommandResult
+
+__all__ = ["CommandResult", "ConnectionLost", "Transport", "Unreachable"]
 
 
 class Unreachable(RuntimeError):
@@ -14,16 +18,6 @@ class Unreachable(RuntimeError):
 class ConnectionLost(Unreachable):
     """The connection failed while a command ran (dropped, timed out): the command may have
     run on the host, or not."""
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    """What one command did: its argv, exit status and decoded output."""
-
-    argv: tuple[str, ...]
-    returncode: int
-    stdout: str
-    stderr: str
 
 
 class Transport(Protocol):

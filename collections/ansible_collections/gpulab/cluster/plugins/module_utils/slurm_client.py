@@ -4,18 +4,28 @@
 
 The one Slurm client of gpulab: this file, the collection's module_utils/slurm_client.py, is
 also the payload's gpulab.submit.slurm_client (payload/src/gpulab/submit/slurm_client.py is a
-link here, resolved when the wheel is built), so it uses the standard library only and runs no
-command itself. Pinned on output captured from Slurm 22.05 (Debian 12) and 24.11 (Debian 13).
+link here, resolved when the wheel is built), so it uses the standard library only. It writes
+every Slurm command line of gpulab (tests/collection/test_slurm_command_lines.py holds the rest to
+that) and reads their output; SlurmClient runs them through a `run` callable that the caller
+passes in (Ansible's run_command, a local subprocess, an SSH transport, a fake in tests), and
+holds what the module and `gpulab submit` share: a job's state from scontrol, then accounting,
+and cancelling. Pinned on output captured from Slurm 22.05 (Debian 12) and 24.11 (Debian 13).
+
+Run as a program (`python3 slurm_client.py COMMAND ...`, main below), it is the small command
+line of the shell scripts that need Slurm: the slurm role installs it on every node for the GPU
+health check and the validation job, and the lab pipes it into its controller.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 # States after which a job never changes again (squeue, sacct and scontrol spell them alike).
 TERMINAL_STATES = frozenset(
@@ -44,11 +54,48 @@ SACCT_TAGGED_FIELDS = ("JobID", "State", "WorkDir", "Comment")
 SACCT_TAGGED_SINCE = "now-1days"
 # `sinfo --format` of the GRES of each partition's nodes (a default partition ends in "*").
 SINFO_PARTITION_GRES = "%P %G"
+# The one definition of a node in service: its base state (sinfo %T, lower case, flags after
+# "+" left out) is one of these and its slurmd answers (no "*").
+HEALTHY_STATES = frozenset({"idle", "mixed", "allocated", "completing"})
+# Base states of a node that takes no new jobs until resumed (or, for down, until its slurmd
+# registers again); a node's drain flag also counts.
+UNAVAILABLE_PREFIXES = ("down", "drain", "fail")
+# `sinfo --Node --format` of slurm_info's nodes, reason last since it may hold "|".
+SINFO_NODE_DETAILS = "%N|%T|%u|%G|%f|%P|%E"
+# `sinfo --format` of slurm_info's partitions: one line per partition and kind of node.
+SINFO_PARTITION_DETAILS = "%P|%a|%l|%D|%N"
+# `squeue --format` of slurm_info's jobs, the name last since it may hold "|".
+SQUEUE_JOB_DETAILS = "%i|%T|%P|%u|%D|%N|%r|%j"
 # Slurm's word for "nothing" in scontrol and sinfo fields.
 _UNSET = ("", "(null)", "None assigned", "N/A")
 _FIELD = re.compile(r"(\w+)=(\S*)")
 _BASE_STATE = re.compile(r"^([a-z_]+)")
 _DETAIL = re.compile(r"\([^)]*\)")
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one command did: its argv, exit status and decoded output. The one result type of
+    gpulab's command runners (the collection's SlurmRunner, the payload's transports)."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def message(self) -> str:
+        """The last line that is not blank of stderr, else of stdout, for one-line errors."""
+        for text in (self.stderr, self.stdout):
+            lines = [line for line in text.strip().splitlines() if line.strip()]
+            if lines:
+                return lines[-1].strip()
+        return "no output"
+
+
+class Run(Protocol):
+    """Runs an argument list (no shell) to completion."""
+
+    def __call__(self, argv: Sequence[str]) -> CommandResult: ...
 
 
 @dataclass(frozen=True)
@@ -211,6 +258,44 @@ def sinfo_partitions_argv(*, sinfo: str = "sinfo") -> list[str]:
 def squeue_all_argv(*, squeue: str = "squeue") -> list[str]:
     """Everybody's jobs, array tasks one by one: "PARTITIONS|STATE|SUBMIT_TIME" (local time)."""
     return [squeue, "--noheader", "--all", "--array", "--format=%P|%T|%V"]
+
+
+def sinfo_node_details_argv(nodes: Sequence[str] = (), *, sinfo: str = "sinfo") -> list[str]:
+    """The nodes (every node when none are named), one "NAME|STATE|REASON_USER|GRES|FEATURES|
+    PARTITION|REASON" line per node and partition (parse_node_details)."""
+    argv = [sinfo, "--noheader", "--Node", f"--format={SINFO_NODE_DETAILS}"]
+    return [*argv, f"--nodes={','.join(nodes)}"] if nodes else argv
+
+
+def sinfo_partition_details_argv(*, sinfo: str = "sinfo") -> list[str]:
+    """Every partition, one "NAME|AVAIL|TIMELIMIT|NODES|NODELIST" line per kind of its nodes (a
+    default partition's name ends in "*"; parse_partitions)."""
+    return [sinfo, "--noheader", f"--format={SINFO_PARTITION_DETAILS}"]
+
+
+def squeue_jobs_argv(nodes: Sequence[str] = (), *, squeue: str = "squeue") -> list[str]:
+    """Everybody's jobs (on these nodes, when named), one
+    "ID|STATE|PARTITION|USER|NODES|NODELIST|REASON|NAME" line each (parse_jobs)."""
+    argv = [squeue, "--noheader", "--all", f"--format={SQUEUE_JOB_DETAILS}"]
+    return [*argv, f"--nodelist={','.join(nodes)}"] if nodes else argv
+
+
+def scontrol_update_nodes_argv(
+    nodes: Sequence[str], state: str, reason: str | None = None, *, scontrol: str = "scontrol"
+) -> list[str]:
+    """x."""
+    argv = [scontrol, "update", f"nodename={','.join(nodes)}", f"state={state}"]
+    return [*argv, f"reason={reason}"] if reason is not None else argv
+
+
+def scontrol_reconfigure_argv(*, scontrol: str = "scontrol") -> list[str]:
+    """slurmctld and every slurmd read slurm.conf again."""
+    return [scontrol, "reconfigure"]
+
+
+def scancel_argv(job_ids: Sequence[str], *, scancel: str = "scancel") -> list[str]:
+    """Cancel the jobs (a job that already ended is not an error)."""
+    return [scancel, *job_ids]
 
 
 # --- waiting --------------------------------------------------------------------------------
@@ -398,13 +483,64 @@ def partition_gpu_count(text: str, partition: str | None = None) -> int:
 
 @dataclass(frozen=True)
 class NodeState:
-    """One node as sinfo_nodes_argv reports it: the base state in lower case ("idle",
-    "drained", ...), whether slurmd answers, the reason ("" for none)."""
+    """One node as sinfo reports it: the base state in lower case ("idle", "drained", ...),
+    whether slurmd answers, the reason ("" for none); from sinfo_node_details_argv also the
+    long state with its flags ("idle+drain", "down*"), who set the reason, GRES, features and
+    partitions."""
 
     node: str
     state: str
     responding: bool
     reason: str
+    long_state: str = ""
+    reason_user: str = ""
+    gres: str = ""
+    features: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+
+    @property
+    def healthy(self) -> bool:
+        """In service: HEALTHY_STATES, slurmd answering, no drain flag."""
+        return (
+            self.state in HEALTHY_STATES
+            and self.responding
+            and "drain" not in self.long_state.split("+")[1:]
+        )
+
+    @property
+    def unavailable(self) -> bool:
+        """Down, drained or draining, failed: takes no new jobs until resumed."""
+        return (
+            self.state.startswith(UNAVAILABLE_PREFIXES) or "drain" in self.long_state.split("+")[1:]
+        )
+
+    @property
+    def drained(self) -> bool:
+        """Drained or draining (by a person, a health check or slurmctld)."""
+        return self.state.startswith("drain") or "drain" in self.long_state.split("+")[1:]
+
+    def as_dict(self) -> dict[str, Any]:
+        """What slurm_info returns for the node."""
+        return {
+            "name": self.node,
+            "state": self.state,
+            "long_state": self.long_state or self.state,
+            "responding": self.responding,
+            "healthy": self.healthy,
+            "unavailable": self.unavailable,
+            "drained": self.drained,
+            "reason": self.reason,
+            "reason_user": self.reason_user,
+            "gres": self.gres,
+            "features": list(self.features),
+            "partitions": list(self.partitions),
+        }
+
+
+def _base_state(long_state: str) -> tuple[str, bool]:
+    # "idle", "down*", "idle+drain", "mixed-" -> ("idle", True), ("down", False), ...
+    base = _BASE_STATE.match(long_state)
+    return (base.group(1) if base else "unknown"), "*" not in long_state
 
 
 def parse_node_states(text: str) -> list[NodeState]:
@@ -415,18 +551,162 @@ def parse_node_states(text: str) -> list[NodeState]:
         if len(fields) < 2 or not fields[0]:
             continue
         long_state = fields[1].strip().lower()
-        base = _BASE_STATE.match(long_state)
+        state, responding = _base_state(long_state)
         reason = fields[2].strip() if len(fields) > 2 else ""
         nodes.setdefault(
             fields[0],
             NodeState(
                 node=fields[0],
-                state=base.group(1) if base else "unknown",
-                responding="*" not in long_state,
+                state=state,
+                responding=responding,
                 reason="" if reason == "none" else reason,
             ),
         )
     return list(nodes.values())
+
+
+def _list(text: str) -> tuple[str, ...]:
+    return tuple(item for item in _value(text.strip()).split(",") if item)
+
+
+def parse_node_details(text: str) -> list[NodeState]:
+    """sinfo_node_details_argv's output, one entry per node with all its partitions. ValueError
+    for a line that is no such row (an error text with exit status 0)."""
+    nodes: dict[str, NodeState] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        fields = line.split("|", 6)
+        if len(fields) != 7 or not fields[0].strip():
+            raise ValueError(f"not a node of sinfo: {_excerpt(line)}")
+        name = fields[0].strip()
+        partition = fields[5].strip().rstrip("*")
+        if name in nodes:
+            known = nodes[name]
+            if partition and partition not in known.partitions:
+                nodes[name] = replace(known, partitions=(*known.partitions, partition))
+            continue
+        long_state = fields[1].strip().lower()
+        state, responding = _base_state(long_state)
+        reason = fields[6].strip()
+        nodes[name] = NodeState(
+            node=name,
+            state=state,
+            responding=responding,
+            reason="" if reason == "none" else _value(reason),
+            long_state=long_state,
+            reason_user="" if reason == "none" else _value(fields[2].strip()),
+            gres=_value(fields[3].strip()),
+            features=_list(fields[4]),
+            partitions=(partition,) if partition else (),
+        )
+    return list(nodes.values())
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """One partition from sinfo_partition_details_argv: whether it is the default and up, its
+    time limit as Slurm writes it ("infinite", "1-00:00:00"), how many nodes, and which."""
+
+    name: str
+    default: bool
+    available: bool
+    time_limit: str
+    node_count: int
+    nodes: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """What slurm_info returns for the partition."""
+        return {
+            "name": self.name,
+            "default": self.default,
+            "available": self.available,
+            "time_limit": self.time_limit,
+            "node_count": self.node_count,
+            "nodes": list(self.nodes),
+        }
+
+
+def parse_partitions(text: str) -> list[PartitionInfo]:
+    """sinfo_partition_details_argv's output, the lines of one partition merged (node lists
+    stay in Slurm's hostlist form, e.g. "worker[1-2]"). ValueError for a line that is no such
+    row."""
+    found: dict[str, PartitionInfo] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        fields = [field.strip() for field in line.split("|")]
+        if len(fields) != 5 or not fields[0] or not fields[3].isdigit():
+            raise ValueError(f"not a partition of sinfo: {_excerpt(line)}")
+        name = fields[0].rstrip("*")
+        nodes = (fields[4],) if _value(fields[4]) else ()
+        known = found.get(name)
+        found[name] = PartitionInfo(
+            name=name,
+            default=fields[0].endswith("*"),
+            available=fields[1] == "up",
+            time_limit=fields[2],
+            node_count=int(fields[3]) + (known.node_count if known else 0),
+            nodes=(known.nodes if known else ()) + nodes,
+        )
+    return list(found.values())
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """One job from squeue_jobs_argv."""
+
+    job_id: str
+    state: str
+    partition: str
+    user: str
+    node_count: int
+    nodes: str
+    reason: str
+    name: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """What slurm_info returns for the job."""
+        return {
+            "job_id": self.job_id,
+            "state": self.state,
+            "partition": self.partition,
+            "user": self.user,
+            "node_count": self.node_count,
+            "nodes": self.nodes,
+            "reason": self.reason,
+            "name": self.name,
+        }
+
+
+def parse_jobs(text: str) -> list[JobInfo]:
+    """squeue_jobs_argv's output. ValueError for a line that is no such row."""
+    jobs = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        fields = line.split("|", 7)
+        if len(fields) != 8 or not fields[0].split("_", 1)[0].strip().isdigit():
+            raise ValueError(f"not a job of squeue: {_excerpt(line)}")
+        job_id, state, partition, user, count, nodes, reason, name = (f.strip() for f in fields)
+        jobs.append(
+            JobInfo(
+                job_id=job_id,
+                state=state,
+                partition=partition,
+                user=user,
+                node_count=int(count) if count.isdigit() else 0,
+                nodes=_value(nodes),
+                reason="" if reason == "None" else _value(reason),
+                name=name,
+            )
+        )
+    return jobs
+
+
+def parse_partition_names(text: str) -> list[str]:
+    """sinfo_partitions_argv's output: the partition names, sorted, each once."""
+    return sorted({line.strip() for line in text.splitlines() if line.strip()})
 
 
 @dataclass(frozen=True)
@@ -457,3 +737,250 @@ def parse_queued_jobs(text: str) -> list[QueuedJob]:
         partitions = tuple(p for p in fields[0].split(",") if p)
         jobs.append(QueuedJob(partitions, fields[1].strip().lower(), _timestamp(fields[2])))
     return jobs
+
+
+# --- running them -----------------------------------------------------------------------
+
+# Messages of a controller that cannot be reached, as opposed to a refused request.
+UNREACHABLE_HINTS = (
+    "Unable to contact slurm controller",
+    "Socket timed out",
+    "Connection refused",
+)
+
+
+def says_unreachable(result: CommandResult) -> bool:
+    """Whether the command's message says that slurmctld did not answer."""
+    message = result.stderr.strip() or result.stdout.strip()
+    return any(hint in message for hint in UNREACHABLE_HINTS)
+
+
+def sbatch_refusal(result: CommandResult) -> str:
+    """Why sbatch refused a job: its last line of stderr without "sbatch: error: "."""
+    lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
+    line = lines[-1] if lines else "(no message)"
+    prefix = "sbatch: error: "  # str.removeprefix is Python 3.9's; this file runs on 3.8 too
+    return line[len(prefix) :] if line.startswith(prefix) else line
+
+
+class SlurmError(RuntimeError):
+    """A Slurm command failed, or a program is missing; the message is one line."""
+
+    def __init__(self, msg: str, result: CommandResult | None = None) -> None:
+        super().__init__(msg)
+        self.result = result
+
+
+class WaitTimedOut(SlurmError):
+    """The job had not ended when the wait ran out; it keeps running."""
+
+    def __init__(self, msg: str, state: JobState) -> None:
+        super().__init__(msg)
+        self.state = state
+
+
+class SlurmClient:
+    """Slurm's commands run through `run`. `which` finds a program's path (None: not
+    installed); without it, programs are called by name and looked up by whatever runs them."""
+
+    def __init__(self, run: Run, which: Callable[[str], str | None] | None = None) -> None:
+        self._run = run
+        self._which = which
+
+    def has(self, name: str) -> bool:
+        """Whether the program is installed (always True without `which`)."""
+        return self._which is None or self._which(name) is not None
+
+    def program(self, name: str) -> str:
+        """The program's path (its name without `which`); SlurmError when it is missing."""
+        if self._which is None:
+            return name
+        path = self._which(name)
+        if path is None:
+            raise SlurmError(
+                f"{name} not found on PATH: install the Slurm client (slurm-client) on this host"
+            )
+        return path
+
+    def resolve(self, argv: Sequence[str]) -> list[str]:
+        """argv (as the *_argv functions write it) with its program's path; SlurmError when
+        the program is missing."""
+        return [self.program(argv[0]), *argv[1:]]
+
+    def run(self, argv: Sequence[str]) -> CommandResult:
+        """Run argv as it is, whatever its exit status."""
+        return self._run(argv)
+
+    def check(self, argv: Sequence[str]) -> CommandResult:
+        """Run argv; SlurmError naming the program, its status and its message unless it
+        exited 0."""
+        result = self._run(argv)
+        if result.returncode != 0:
+            detail = (result.stderr or result.stdout).strip() or "no output"
+            name = argv[0].rsplit("/", 1)[-1]
+            raise SlurmError(f"{name} failed (rc {result.returncode}): {detail}", result)
+        return result
+
+    # --- nodes, partitions, jobs ---------------------------------------------------------
+
+    def nodes(self, names: Sequence[str] = ()) -> list[NodeState]:
+        """The nodes (every node when none are named) with state, reason, GRES, features."""
+        argv = self.resolve(sinfo_node_details_argv(names))
+        return self._parsed(argv, parse_node_details)
+
+    def partitions(self) -> list[PartitionInfo]:
+        """Every partition."""
+        argv = self.resolve(sinfo_partition_details_argv())
+        return self._parsed(argv, parse_partitions)
+
+    def jobs(self, nodes: Sequence[str] = ()) -> list[JobInfo]:
+        """Everybody's jobs in the queue (on these nodes, when named)."""
+        argv = self.resolve(squeue_jobs_argv(nodes))
+        return self._parsed(argv, parse_jobs)
+
+    def _parsed(self, argv: list[str], parse: Callable[[str], list[Any]]) -> list[Any]:
+        result = self.check(argv)
+        try:
+            return parse(result.stdout)
+        except ValueError as error:
+            raise SlurmError(f"{argv[0].rsplit('/', 1)[-1]}: {error}", result) from None
+
+    def update_nodes(
+        self, names: Sequence[str], state: str, reason: str | None = None
+    ) -> CommandResult:
+        """Set the nodes' state: DRAIN with a reason, RESUME."""
+        return self.check(self.resolve(scontrol_update_nodes_argv(names, state, reason)))
+
+    def reconfigure(self) -> CommandResult:
+        """slurmctld and every slurmd read slurm.conf again."""
+        return self.check(self.resolve(scontrol_reconfigure_argv()))
+
+    # --- jobs: tracking and cancelling ---------------------------------------------------
+
+    def controller_state(
+        self, job_id: str, details: bool = False
+    ) -> tuple[JobState | None, CommandResult]:
+        """What slurmctld says of the job (None when it does not know it, or forgot it after
+        MinJobAge), with scontrol's result."""
+        shown = self._run(self.resolve(scontrol_job_argv(job_id, details=details)))
+        return (parse_scontrol(shown.stdout) if shown.returncode == 0 else None), shown
+
+    def accounted_state(self, job_id: str) -> JobState | None:
+        """What accounting (slurmdbd) says of the job; None without sacct or a record."""
+        argv = sacct_argv(job_id)
+        if not self.has(argv[0]):
+            return None
+        listed = self._run(self.resolve(argv))
+        return parse_sacct(listed.stdout, job_id) if listed.returncode == 0 else None
+
+    def job_state(self, job_id: str) -> JobState:
+        """The job as slurmctld knows it, else as accounting recorded it; SlurmError when
+        neither knows it."""
+        known, shown = self.controller_state(job_id)
+        if known is not None:
+            return known
+        recorded = self.accounted_state(job_id)
+        if recorded is not None:
+            return recorded
+        detail = (shown.stderr or shown.stdout).strip() or "no output"
+        raise SlurmError(
+            f"job {job_id} not found by scontrol (rc {shown.returncode}: {detail}) nor sacct",
+            shown,
+        )
+
+    def last_state(self, job_id: str) -> JobState | None:
+        """For a job that left the queue: what slurmctld's memory of recent jobs (MinJobAge),
+        else accounting says of it, a final state first; None when neither has any record of
+        it, or when accounting has it PENDING and slurmctld does not know it: a submission
+        slurmctld lost with its last seconds of state (killed before it saved them), never to
+        run."""
+        known, _shown = self.controller_state(job_id)
+        if known is not None and known.finished:
+            return known
+        recorded = self.accounted_state(job_id)
+        if recorded is not None and (
+            recorded.finished or (known is None and recorded.state != "PENDING")
+        ):
+            return recorded
+        return known
+
+    def wait_for_end(
+        self,
+        job_id: str,
+        *,
+        timeout: float,
+        longest_gap: float,
+        first_gap: float,
+        clock: Callable[[], float],
+        sleep: Callable[[float], None],
+    ) -> JobState:
+        """Poll job_state (gaps by poll_gap) until the job ends; WaitTimedOut after timeout."""
+        start = clock()
+        deadline = start + timeout
+        while True:
+            info = self.job_state(job_id)
+            if info.finished:
+                return info
+            if clock() >= deadline:
+                raise WaitTimedOut(f"job {job_id} still {info.state} after {timeout} s", info)
+            sleep(poll_gap(clock() - start, first_gap, longest_gap))
+
+    def cancel(self, job_ids: Sequence[str]) -> CommandResult:
+        """scancel the jobs, whatever its exit status (a job that already ended is none of
+        the caller's errors)."""
+        return self._run(self.resolve(scancel_argv(job_ids)))
+
+
+# --- as a program --------------------------------------------------------------------------
+
+USAGE = """usage: slurm_client.py COMMAND ARGS
+  reason NODE          the node's reason, "none" without one
+  drain NODE REASON    drain the node with the reason
+  resume NODE          resume the node
+  unhealthy            "NODE STATE" for each node out of service (HEALTHY_STATES), one a line
+  job-details JOB_ID   `scontrol show job -o -d` of the job, as Slurm prints it
+exit 0 done, 1 Slurm failed (its message on stderr), 2 usage"""
+
+
+def run_here(argv: Sequence[str]) -> CommandResult:
+    """Run argv on this machine (no shell); a missing program is exit status 127."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        return CommandResult(tuple(argv), 127, "", f"{argv[0]}: not found on PATH")
+    return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+
+def main(args: Sequence[str] | None = None, run: Run = run_here) -> int:
+    """The command line (USAGE); what it prints goes to stdout, a failure's one line to stderr.
+    (Written to sys.stdout and sys.stderr: Ansible's sanity test keeps print out of
+    module_utils.)"""
+    words = list(sys.argv[1:] if args is None else args)
+    client = SlurmClient(run)
+    command, rest = (words[0], words[1:]) if words else ("", [])
+    arity = {"reason": 1, "drain": 2, "resume": 1, "unhealthy": 0, "job-details": 1}
+    if arity.get(command) != len(rest):
+        sys.stderr.write(USAGE + "\n")
+        return 2
+    try:
+        if command == "reason":
+            nodes = client.nodes(rest)
+            sys.stdout.write((nodes[0].reason or "none" if nodes else "none") + "\n")
+        elif command == "drain":
+            client.update_nodes(rest[:1], "drain", rest[1])
+        elif command == "resume":
+            client.update_nodes(rest, "resume")
+        elif command == "unhealthy":
+            for node in client.nodes():
+                if not node.healthy:
+                    sys.stdout.write(f"{node.node} {node.long_state}\n")
+        else:
+            sys.stdout.write(client.check(scontrol_job_argv(rest[0], details=True)).stdout)
+    except SlurmError as error:
+        sys.stderr.write(f"slurm_client: {error}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -9,15 +9,12 @@ each argv and answers with a fixed return code and output.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
+# The one result type of gpulab's runners, shared with the payload's transports.
+from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_client import CommandResult
 
-class CommandResult(NamedTuple):
-    """What a command returned."""
-
-    rc: int
-    stdout: str
-    stderr: str
+__all__ = ["CommandResult", "Runner", "SlurmRunner"]
 
 
 class Runner(Protocol):
@@ -54,4 +51,4 @@ class SlurmRunner:
         rc, out, err = self._module.run_command(
             list(argv), data=stdin, environ_update=env or {}, check_rc=False
         )
-        return CommandResult(rc, out, err)
+        return CommandResult(tuple(argv), rc, out, err)

@@ -220,14 +220,13 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_client import (
     JobState,
+    SlurmClient,
+    SlurmError,
+    WaitTimedOut,
     parse_job_id,
-    parse_sacct,
-    parse_scontrol,
     parse_squeue_lines,
-    poll_gap,
-    sacct_argv,
     sbatch_argv,
-    scontrol_job_argv,
+    scancel_argv,
     squeue_named_argv,
 )
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm_runner import (
@@ -306,6 +305,7 @@ class SlurmJob:
         self.check_mode = check_mode
         self.clock = clock
         self.sleep = sleep
+        self.client = SlurmClient(runner.run, runner.which)
 
     def apply(self) -> dict[str, Any]:
         if self.params["state"] == "absent":
@@ -319,23 +319,28 @@ class SlurmJob:
     # --- commands -------------------------------------------------------------
 
     def tool(self, name: str) -> str:
-        path = self.runner.which(name)
-        if path is None:
-            raise SlurmJobError(
-                f"{name} not found on PATH: install the Slurm client (slurm-client) on this host"
-            )
-        return path
+        try:
+            return self.client.program(name)
+        except SlurmError as error:
+            raise SlurmJobError(str(error)) from None
+
+    def resolve(self, argv: list[str]) -> list[str]:
+        """argv with its program's path, as the client finds it."""
+        try:
+            return self.client.resolve(argv)
+        except SlurmError as error:
+            raise SlurmJobError(str(error)) from None
 
     def run(
         self, argv: list[str], stdin: str | None = None, env: dict[str, str] | None = None
     ) -> CommandResult:
         result = self.runner.run(argv, stdin=stdin, env=env)
-        if result.rc != 0:
+        if result.returncode != 0:
             detail = (result.stderr or result.stdout).strip() or "no output"
             raise SlurmJobError(
-                f"{os.path.basename(argv[0])} failed (rc {result.rc}): {detail}",
+                f"{os.path.basename(argv[0])} failed (rc {result.returncode}): {detail}",
                 cmd=argv,
-                rc=result.rc,
+                rc=result.returncode,
             )
         return result
 
@@ -376,42 +381,33 @@ class SlurmJob:
         return result
 
     def job_info(self, job_id: str) -> JobState:
-        shown = self.runner.run(scontrol_job_argv(job_id, scontrol=self.tool("scontrol")))
-        info = parse_scontrol(shown.stdout) if shown.rc == 0 else None
-        if info is not None:
-            return info
         # slurmctld forgets a finished job after MinJobAge; the accounting database does not.
-        sacct = self.runner.which("sacct")
-        if sacct is not None:
-            listed = self.runner.run(sacct_argv(job_id, sacct=sacct))
-            info = parse_sacct(listed.stdout, job_id) if listed.rc == 0 else None
-            if info is not None:
-                return info
-        detail = (shown.stderr or shown.stdout).strip() or "no output"
-        raise SlurmJobError(
-            f"job {job_id} not found by scontrol (rc {shown.rc}: {detail}) nor sacct", job_id=job_id
-        )
+        try:
+            return self.client.job_state(job_id)
+        except SlurmError as error:
+            raise SlurmJobError(str(error), job_id=job_id) from None
 
     def wait_for(self, job_id: str) -> JobState:
-        start = self.clock()
-        deadline = start + self.params["timeout"]
-        while True:
-            info = self.job_info(job_id)
-            if info.finished:
-                return info
-            if self.clock() >= deadline:
-                raise SlurmJobError(
-                    f"job {job_id} still {info.state} after {self.params['timeout']} s;"
-                    " it keeps running"
-                    " (cancel it with state=absent)",
-                    **describe(info, 0),
-                )
-            waited = self.clock() - start
-            self.sleep(poll_gap(waited, FIRST_POLL_S, self.params["poll_interval"]))
+        try:
+            return self.client.wait_for_end(
+                job_id,
+                timeout=self.params["timeout"],
+                longest_gap=self.params["poll_interval"],
+                first_gap=FIRST_POLL_S,
+                clock=self.clock,
+                sleep=self.sleep,
+            )
+        except WaitTimedOut as timed_out:
+            raise SlurmJobError(
+                f"{timed_out}; it keeps running (cancel it with state=absent)",
+                **describe(timed_out.state, 0),
+            ) from None
+        except SlurmError as error:
+            raise SlurmJobError(str(error), job_id=job_id) from None
 
     def active_jobs(self) -> list[str]:
         """Your pending or running jobs named params['name'], oldest first."""
-        listed = self.run(squeue_named_argv(self.params["name"], squeue=self.tool("squeue")))
+        listed = self.run(self.resolve(squeue_named_argv(self.params["name"])))
         return sorted(
             (
                 job_id
@@ -430,7 +426,7 @@ class SlurmJob:
         else:
             targets = self.active_jobs()
         if targets and not self.check_mode:
-            self.run([self.tool("scancel"), *targets])
+            self.run(self.resolve(scancel_argv(targets)))
         return {"changed": bool(targets), "job_ids": targets}
 
 

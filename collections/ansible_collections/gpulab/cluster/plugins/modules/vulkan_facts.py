@@ -199,18 +199,18 @@ def read_devices(
 ) -> tuple[list[dict[str, Any]], str, list[str]]:
     """The devices, why there are none, and warnings."""
     summary = runner.run([command, "--summary"])
-    if summary.rc != 0:
+    if summary.returncode != 0:
         return (
             [],
-            f"vulkaninfo exited {summary.rc} (no loader or driver?): {_last_line(summary)}",
+            f"vulkaninfo exited {summary.returncode} (no loader or driver?): {_last_line(summary)}",
             [],
         )
     devices = parse_summary(summary.stdout)
     if not devices:
         return [], "vulkaninfo lists no devices (no Vulkan driver installed?)", []
     full = runner.run([command])
-    if full.rc != 0:
-        warning = f"vulkaninfo (full text) exited {full.rc}: no subgroup or fp64 features"
+    if full.returncode != 0:
+        warning = f"vulkaninfo (full text) exited {full.returncode}: no subgroup or fp64 features"
         devices = _finish(devices, {}, host)
         return devices, "", [f"{warning}: {_last_line(full)}", *duplicate_warnings(devices)]
     devices = _finish(devices, parse_details(full.stdout), host)
