@@ -118,7 +118,8 @@ def _vulkan_checks(index: int, chosen_by: str) -> tuple[dict[str, Any], list[dic
         checks = _times_two_checks(pipeline.execute)
         summary = device_summary(pipeline.info, full=False) | {"chosen_by": chosen_by}
     with VulkanExecutor(index) as executor:
-        checks += run_checks(executor.kernels.run, executor.kernels.records)
+        kernels = executor.session.kernels
+        checks += run_checks(kernels.run, kernels.records)
     return summary, [c | {"device": index} for c in checks]
 
 
