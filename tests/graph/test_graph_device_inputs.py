@@ -145,7 +145,10 @@ def test_generation_time_is_the_segments_inputs_phase() -> None:
     with Runner("vulkan") as runner:
         executor = runner.executor("vulkan")
         assert isinstance(executor, VulkanExecutor)
-        made = plan_inputs(graph, [(where, segment)], executor.cannot_generate).made_by(segment)
+        plan = plan_inputs(
+            graph, [(where, segment)], lambda _, p, n: executor.cannot_generate(p, n)
+        )
+        made = plan.made_by(segment)
         assert made.keys() == {"r", "m", "l", "f", "ones"}
         values = {name: materialize(graph.inputs[name]) for name in ("d", "a")}
         done = executor.execute(segment, values, made)

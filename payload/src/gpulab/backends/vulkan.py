@@ -421,8 +421,17 @@ class VulkanExecutor(OperationExecutor):
 
     name = "vulkan"
 
-    def __init__(self, index: int = 0, memory_budget: int | None = None, fuse: bool = True) -> None:
+    def __init__(
+        self,
+        index: int = 0,
+        memory_budget: int | None = None,
+        fuse: bool = True,
+        *,
+        chosen_by: str | None = None,
+    ) -> None:
         self.index = index
+        self.chosen_by = chosen_by
+        """What chose the device (backends.device_choice), reported with it when known."""
         self.fuse = fuse
         """Whether chains of elementwise ops and their reduction run as one shader."""
         self.session = DeviceSession(physical_device(index), memory_budget=memory_budget)
@@ -441,13 +450,16 @@ class VulkanExecutor(OperationExecutor):
     @property
     def device(self) -> dict[str, Any]:
         info = self.session.info
-        return {
+        summary = {
             "index": self.index,
             "name": info.name,
             "type": info.type,
             "driver": info.driver,
             "api_version": info.api_version,
         }
+        if self.chosen_by is not None:
+            summary["chosen_by"] = self.chosen_by
+        return summary
 
     def cannot_generate(self, pattern: Pattern, count: int) -> str | None:
         return self.session.kernels.cannot_generate(pattern, count)
