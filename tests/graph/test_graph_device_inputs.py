@@ -145,7 +145,10 @@ def test_generation_time_is_the_segments_inputs_phase() -> None:
     with Runner("vulkan") as runner:
         executor = runner.executor("vulkan")
         assert isinstance(executor, VulkanExecutor)
-        made = plan_inputs(graph, [(where, segment)], executor.cannot_generate).made_by(segment)
+        plan = plan_inputs(
+            graph, [(where, segment)], lambda _, p, n: executor.cannot_generate(p, n)
+        )
+        made = plan.made_by(segment)
         assert made.keys() == {"r", "m", "l", "f", "ones"}
         values = {name: materialize(graph.inputs[name]) for name in ("d", "a")}
         done = executor.execute(segment, values, made)
@@ -177,7 +180,7 @@ def test_npy_inputs_only_vulkan_reads_are_read_by_its_executor(tmp_path: Path, d
         result = runner.run(load_graph(path))
         executor = runner.executor("vulkan")
         assert isinstance(executor, VulkanExecutor)
-        uploads = executor.stager.counts["upload"]
+        uploads = executor.session.stager.counts["upload"]
     assert result.inputs["x"]["source"] == "file"
     assert result.inputs["x"]["made_on"] == "host"
     # float32 streamed from the file (test_graph_npy_stream.py), the rest read into pinned
@@ -195,7 +198,7 @@ def test_npy_inputs_also_read_on_cpu_are_loaded_once_on_the_host(tmp_path: Path)
         result = runner.run(load_graph(npy_graph(tmp_path, array, also_cpu=True)))
         executor = runner.executor("vulkan")
         assert isinstance(executor, VulkanExecutor)
-        uploads = executor.stager.counts["upload"]
+        uploads = executor.session.stager.counts["upload"]
     assert uploads["pinned"] == 0
     assert_bitwise(result.outputs["s"], array, "s")
 

@@ -79,9 +79,10 @@ def run_vulkan(path: Path, check_values: bool = False) -> tuple[Any, dict[str, i
     with Runner("vulkan") as runner:
         executor = runner.executor("vulkan")
         assert isinstance(executor, VulkanExecutor)
-        executor.stager.threads, executor.stager.threaded_from = 3, 0  # the threaded pipeline
+        stager = executor.session.stager
+        stager.threads, stager.threaded_from = 3, 0  # the threaded pipeline
         result = runner.run(load_graph(path, check_values=check_values))
-        return result, dict(executor.stager.counts["upload"])
+        return result, dict(stager.counts["upload"])
 
 
 def expected(path: Path) -> np.ndarray[Any, Any]:

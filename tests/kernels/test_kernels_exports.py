@@ -12,6 +12,7 @@ def test_public_names_are_pinned() -> None:
             "REDUCTIONS",
             "Constant",
             "DeviceArray",
+            "DeviceSession",
             "Extra",
             "Geometry",
             "Input",

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 from gpulab.diagnostics.memory_report import exercise
-from gpulab.memory import MemoryManager
-from gpulab.vk import Device, Instance
+from gpulab.kernels import DeviceSession
+from gpulab.vk import Instance
 
 STAT_KEYS = {
     "allocated_bytes",
@@ -25,9 +25,9 @@ STAT_KEYS = {
 }
 
 
-def test_the_pattern_reuses_pooled_buffers_and_frees_everything(device: Device) -> None:
-    with MemoryManager(device) as manager:
-        result = exercise(manager)
+def test_the_pattern_reuses_pooled_buffers_and_frees_everything(process_instance: Instance) -> None:
+    with DeviceSession(0, instance=process_instance) as session:
+        result = exercise(session)
     live, after = result["live"], result["after"]
     assert set(live) >= STAT_KEYS and set(after) >= STAT_KEYS
     assert live["dedicated_count"] == 1

@@ -9,23 +9,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gpulab.kernels.session import DeviceSession
 from gpulab.memory import allocate_dedicated
 from gpulab.vk import (
     Closeable,
-    CommandPool,
-    ComputePipeline,
     DescriptorPool,
     DescriptorSet,
     DescriptorSetLayout,
     Device,
     DeviceInfo,
-    Fence,
     Instance,
-    PipelineLayout,
-    ShaderModule,
     pack_push_constants,
 )
-from gpulab.vk.instance import shared_instance
 
 SHADER = "times_two"
 WORKGROUP_SIZE = 256
@@ -35,8 +30,8 @@ class _IoBuffers:
     """Input and output buffers for up to `capacity` elements, bound in chunks, with a
     persistent float32 view of each.
 
-    One descriptor set per chunk: a binding may not exceed the device's max storage buffer
-    range (128 MiB on lavapipe).
+    One descriptor set per chunk, from a pool of its own (released with the buffers): a
+    binding may not exceed the device's max storage buffer range (128 MiB on lavapipe).
     """
 
     def __init__(
@@ -92,11 +87,12 @@ def _chunk_elements(info: DeviceInfo, max_binding_bytes: int | None) -> int:
 class GpuComputePipeline(Closeable):
     """Doubles float32 arrays on a Vulkan device: `GpuComputePipeline().execute(x) == 2 * x`.
 
-    The pipeline owns its device, made from `instance` (default: the process-wide shared
-    instance; GPULAB_VK_VALIDATION=1 turns validation on). The shader, layouts and pipeline are
-    made once. Input/output buffers are sized to the input and reused while large enough; the
-    command buffer is recorded once per input size and resubmitted. Use as a context manager or
-    call close().
+    The pipeline owns a DeviceSession (gpulab.kernels.session) on device `device_index` of
+    `instance` (default: the process-wide shared instance; GPULAB_VK_VALIDATION=1 turns
+    validation on): its kernels' catalog makes the shader's pipeline and layouts once, its
+    submitter's command buffer is recorded once per input size and
+    resubmitted. Input/output buffers are sized to the input and reused while large enough.
+    Use as a context manager or call close().
     """
 
     def __init__(
@@ -106,27 +102,22 @@ class GpuComputePipeline(Closeable):
         instance: Instance | None = None,
         max_binding_bytes: int | None = None,
     ) -> None:
-        chosen = shared_instance() if instance is None else instance
-        device = Device(chosen.physical_device(device_index))
+        session = DeviceSession(device_index, instance=instance)
         try:
-            info = device.info
+            info = session.info
             self._workgroup_size = min(
                 WORKGROUP_SIZE, info.max_workgroup_size[0], info.max_workgroup_invocations
             )
             self._max_groups = info.max_workgroup_count[0]
             self._chunk = _chunk_elements(info, max_binding_bytes)
-            self._set_layout = DescriptorSetLayout(device, 2)
-            self._layout = PipelineLayout(device, [self._set_layout], push_constant_bytes=4)
-            with ShaderModule.packaged(device, SHADER) as shader:
-                self._pipeline = ComputePipeline(
-                    device, self._layout, shader, specialization={0: self._workgroup_size}
-                )
-            self._command = CommandPool(device).allocate()
-            self._fence = Fence(device)
+            catalog = session.kernels.catalog
+            self._set_layout, self._layout = catalog.layout(2)
+            self._pipeline = catalog.pipeline(SHADER, 2, {0: self._workgroup_size})
         except BaseException:
-            device.close()
+            session.close()
             raise
-        self.device = device
+        self.session = session
+        self.device = session.device
         self._io: _IoBuffers | None = None
         self._recorded_n = 0
 
@@ -143,9 +134,7 @@ class GpuComputePipeline(Closeable):
         if self._recorded_n != n:
             self._record(io, n)
         io.input_view[:n] = array.reshape(-1)
-        self.device.submit(self._command, self._fence)
-        self._fence.wait()
-        self._fence.reset()
+        self.session.submitter.submit()
         result: npt.NDArray[np.float32] = io.output_view[:n].copy().reshape(array.shape)
         return result
 
@@ -172,7 +161,7 @@ class GpuComputePipeline(Closeable):
         return self._io
 
     def _record(self, io: _IoBuffers, n: int) -> None:
-        command = self._command
+        command = self.session.submitter.command
         command.begin()
         command.bind_pipeline(self._pipeline)
         for index, first in enumerate(range(0, n, self._chunk)):
@@ -185,8 +174,9 @@ class GpuComputePipeline(Closeable):
         self._recorded_n = n
 
     def close(self) -> None:
-        """Release every Vulkan object of the pipeline (the instance is shared, and stays)."""
+        """Release the buffers, then the session: every Vulkan object of the pipeline (the
+        instance is shared, and stays)."""
         if self._io is not None:
             self._io.close()
             self._io = None
-        self.device.close()
+        self.session.close()

@@ -89,14 +89,19 @@ class SegmentRun:
 
 
 class OperationExecutor(Closeable):
-    """A backend: executes segments; `device` describes where (contract keys name/type/driver)."""
+    """A backend: executes segments; `device` describes where (contract keys name/type/driver).
+
+    The runner asks executors, never which backend they are: their device (with `chosen_by`
+    where the runner's device choice picked it), whether a value fits (`check_fits`), which
+    inputs they make themselves (`cannot_generate`), their memory statistics and fusion."""
 
     name: str
 
     @property
     @abc.abstractmethod
     def device(self) -> dict[str, Any]:
-        """The device summary for the result JSON."""
+        """The device summary for the result JSON (with `chosen_by` when a device choice
+        picked the device: backends.select.open_executor's `choice`)."""
 
     @abc.abstractmethod
     def execute(self, segment: Segment, values: Values, made: Made = None) -> SegmentRun:

@@ -16,8 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from gpulab.backends.device_choice import choose_device
-from gpulab.kernels import Kernels
-from gpulab.vk import Device, DeviceInfo, NoVulkanDevice, VulkanError, shared_instance
+from gpulab.kernels import DeviceSession
+from gpulab.vk import DeviceInfo, NoVulkanDevice, VulkanError, shared_instance
 
 Status = Literal["ok", "unavailable", "failed"]
 DEVICE_KEYS = ("index", "name", "type", "driver", "api_version", "driver_info")
@@ -101,9 +101,8 @@ def _wrong_elements(got: Any, expected: npt.NDArray[np.float32]) -> str | None:
 def _run_probe(info_index: int, probe: Probe) -> Check:
     size = next(v.size for v in probe.inputs.values() if isinstance(v, np.ndarray))
     try:
-        physical = shared_instance().physical_device(info_index)
-        with Device(physical) as device, Kernels(device) as kernels:
-            got = kernels.run(probe.op, **probe.inputs)
+        with DeviceSession(info_index) as session:
+            got = session.kernels.run(probe.op, **probe.inputs)
     except (VulkanError, MemoryError) as exc:
         return Check(probe.op, False, str(exc) or type(exc).__name__)
     wrong = _wrong_elements(got, probe.expected)

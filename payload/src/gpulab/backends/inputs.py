@@ -49,11 +49,11 @@ class InputPlan:
 def plan_inputs(
     graph: Graph,
     segments: Sequence[tuple[str, Segment]],
-    cannot_generate: Callable[[Pattern, int], str | None],
+    cannot_generate: Callable[[str, Pattern, int], str | None],
 ) -> InputPlan:
-    """Decide where each input that the run needs is made. `cannot_generate(pattern, count)`
-    says why the Vulkan device cannot generate an input (None: it can); asked only about
-    inputs that Vulkan segments read."""
+    """Decide where each input that the run needs is made. `cannot_generate(backend,
+    pattern, count)` says why `backend`'s executor (the Vulkan one) cannot generate an input
+    (None: it can); asked only about inputs that only its segments read."""
     readers: dict[str, set[str]] = {}
     for where, segment in segments:
         for name in segment.reads:
@@ -72,7 +72,7 @@ def plan_inputs(
             reason = (
                 f"also read on {' and '.join(others)}"
                 if others
-                else cannot_generate(pattern, math.prod(spec.shape))
+                else cannot_generate("vulkan", pattern, math.prod(spec.shape))
             )
             if reason is None:
                 entry["made_on"] = "device"

@@ -21,7 +21,7 @@ from gpulab.backends.base import (
 from gpulab.backends.device_choice import DeviceChoice, choose_device
 from gpulab.backends.inputs import plan_inputs
 from gpulab.backends.result import NodeRecord, Result
-from gpulab.backends.select import open_executor, resolve
+from gpulab.backends.select import auto_fallback, open_executor, resolve
 from gpulab.backends.slurm_gpus import read_allocation
 from gpulab.graph import (
     Graph,
@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from gpulab.kernels import Pattern
 
 COMPARE_RTOL = 1e-3
-"""Largest error, relative to the largest magnitude of the cpu output, that --compare accepts."""
+"""Largest error, relative to the largest magnitude of the other backend's output, that
+--compare accepts."""
 
 
 def split(graph: Graph, backend: str) -> list[tuple[str, Segment]]:
@@ -76,7 +77,11 @@ def max_relative_error(got: FloatArray, expected: FloatArray) -> float:
 
 class Runner(Closeable):
     """Runs graphs on one backend (with per-node overrides); keeps its executors open between
-    runs, so the Vulkan backend reuses the work it recorded when the same graph runs again."""
+    runs, so an executor that records work reuses it when the same graph runs again.
+
+    It names no backend: what differs between them is the executors' to say (the interface
+    in backends.base) or the choice's (backends.select: which backend `auto` means, and where
+    it falls back to)."""
 
     def __init__(
         self,
@@ -88,24 +93,25 @@ class Runner(Closeable):
     ) -> None:
         self.requested = backend
         self.fuse = fuse
-        """Whether the Vulkan backend runs fusable chains as one shader (gpulab.graph.fusion)."""
+        """Whether executors that fuse run fusable chains as one shader (gpulab.graph.fusion)."""
         self.device_index = device
         """The --device asked for (None: the default, see device_choice)."""
         self.memory_budget = memory_budget
-        """Caps every Vulkan memory heap at this many bytes (None: the heaps' sizes)."""
+        """Caps every device memory heap at this many bytes (None: the heaps' sizes)."""
         self._choice: DeviceChoice | None = None
         self.backend, self.reason = resolve(
             backend, self.device_choice if backend == "auto" else None
         )
         self.fallback: dict[str, str] | None = None
-        """Set when `auto` ran out of device memory and ran on cpu instead: from, to, reason."""
+        """Set when `auto` ran out of device memory and ran on its fallback instead: from, to,
+        reason."""
         self._executors: dict[str, OperationExecutor] = {}
         self._closed = False
 
     @property
     def device_choice(self) -> DeviceChoice:
-        """The Vulkan device this runner uses and why (made when first needed: a cpu run
-        never looks for Vulkan devices)."""
+        """The device this runner uses and why (made when an executor first asks: a run on
+        the host never looks for devices)."""
         if self._choice is None:
             self._choice = choose_device(self.device_index)
         return self._choice
@@ -117,9 +123,9 @@ class Runner(Closeable):
 
     def memory_limit(self) -> MemoryLimit:
         """What a graph may hold at once to run here: the host memory available now (values
-        are made on the host unless only the Vulkan device reads them, and cpu runs there).
-        A graph that fits the host but not the device is valid: on Vulkan that is an
-        out-of-memory failure (exit 4), under `auto` a fall back to cpu."""
+        are made on the host unless only a device reads them, and host backends run there).
+        A graph that fits the host but not the device is valid: on the device that is an
+        out-of-memory failure (exit 4), under `auto` a fall back to the host."""
         return available_memory()
 
     def executor(self, backend: str) -> OperationExecutor:
@@ -127,39 +133,43 @@ class Runner(Closeable):
         if self._closed:
             raise RuntimeError("this Runner is closed")
         if backend not in self._executors:
-            index = self.device_choice.index if backend == "vulkan" else None
             self._executors[backend] = open_executor(
-                backend, index, self.memory_budget, fuse=self.fuse
+                backend,
+                memory_budget=self.memory_budget,
+                fuse=self.fuse,
+                choice=lambda: self.device_choice,
             )
         return self._executors[backend]
 
     def run(self, graph: Graph, compare: str | None = None) -> Result:
         """Run `graph`; with `compare`, run it again on that backend and report the errors.
 
-        Under `auto`, a graph that does not fit in the Vulkan device's memory runs on cpu
-        instead: the Vulkan executor is closed first (its memory released) and the result
-        says so under `fallback`. A value that overflows or turns NaN is a NumericalError
-        naming its node, without numpy warnings on stderr.
+        Under `auto`, a graph that does not fit in the device's memory runs on auto's
+        fallback instead (backends.select.auto_fallback): the executor that ran out is closed
+        first (its memory released) and the result says so under `fallback`. A value that
+        overflows or turns NaN is a NumericalError naming its node, without numpy warnings on
+        stderr.
         """
         with np.errstate(all="ignore"):
             try:
                 result = self._run(graph)
             except MemoryError as exc:
-                if not (self.requested == "auto" and self.backend == "vulkan"):
+                fallback = auto_fallback(self.backend) if self.requested == "auto" else None
+                if fallback is None:
                     raise
-                self._fall_back(exc)
+                self._fall_back(exc, fallback)
                 result = self._run(graph)
             if compare is not None:
                 result.comparison = self._compare(graph, result, compare)
         return result
 
-    def _fall_back(self, error: MemoryError) -> None:
-        vulkan = self._executors.pop("vulkan", None)
-        if vulkan is not None:
-            vulkan.close()
-        self.fallback = {"from": "vulkan", "to": "cpu", "reason": str(error)}
-        self.backend = "cpu"
-        self.reason = f"{self.reason}; fell back to cpu: {error}"
+    def _fall_back(self, error: MemoryError, fallback: str) -> None:
+        failed = self._executors.pop(self.backend, None)
+        if failed is not None:
+            failed.close()
+        self.fallback = {"from": self.backend, "to": fallback, "reason": str(error)}
+        self.backend = fallback
+        self.reason = f"{self.reason}; fell back to {fallback}: {error}"
 
     def _run(self, graph: Graph) -> Result:
         start = time.perf_counter()
@@ -170,6 +180,7 @@ class Runner(Closeable):
         phases = dict.fromkeys(RUN_PHASES, 0.0)
         phases["open_ms"] = (time.perf_counter() - start) * 1e3
         plan = plan_inputs(graph, segments, self._cannot_generate)
+        ran: dict[str, OperationExecutor] = {}
         host: dict[str, FloatArray] = {}
         producer: dict[str, str] = {}
         records: list[NodeRecord] = []
@@ -178,12 +189,14 @@ class Runner(Closeable):
         dispatches: int | None = None
         fused: list[list[str]] = []
         for index, (where, segment) in enumerate(segments):
-            made = plan.made_by(segment) if where == "vulkan" else {}
+            # Only the segments of the executor that makes an input have it (plan_inputs).
+            made = plan.made_by(segment)
             inputs_ms = self._materialize(graph, segment, made, host)
             for name in segment.reads:
                 if name in producer and producer[name] != where:
                     transfers.append({"value": name, "from": producer[name], "to": where})
-            done = self.executor(where).execute(segment, host, made)
+            ran[where] = self.executor(where)
+            done = ran[where].execute(segment, host, made)
             for name, notes in done.made.items():
                 plan.report[name].update(notes)
             if inputs_ms:
@@ -202,7 +215,9 @@ class Runner(Closeable):
         outputs = {name: self._output(name, graph, host) for name in graph.outputs}
         total_ms = (time.perf_counter() - start) * 1e3
         main = self.backend if self.backend in self._executors else segments[0][0]
-        ran_vulkan = any(where == "vulkan" for where, _ in segments)
+        # The memory statistics and the fusion of the executors that have them (a device's).
+        memory = next((m for e in ran.values() if (m := e.memory_stats()) is not None), None)
+        fusion = next((f for e in ran.values() if (f := e.fusion) is not None), None)
         result = Result(
             graph=graph.name,
             backend=self.backend,
@@ -213,14 +228,14 @@ class Runner(Closeable):
             nodes=records,
             total_ms=total_ms,
             transfers=transfers,
-            memory=self.executor("vulkan").memory_stats() if ran_vulkan else None,
+            memory=memory,
             warnings=warnings,
             fallback=self.fallback,
             inputs=plan.report,
             phases=phases,
             dispatches=dispatches,
-            fused=fused if ran_vulkan else None,
-            fusion=self.executor("vulkan").fusion if ran_vulkan else None,
+            fused=fused if fusion is not None else None,
+            fusion=fusion,
         )
         gpus = self._slurm_gpus()
         if result.slurm is not None and gpus is not None:
@@ -239,19 +254,17 @@ class Runner(Closeable):
                 host[name] = materialize(graph.inputs[name])
         return (time.perf_counter() - start) * 1e3
 
-    def _cannot_generate(self, pattern: Pattern, count: int) -> str | None:
-        # Asked only about inputs Vulkan segments read: its executor is open by then.
-        return self.executor("vulkan").cannot_generate(pattern, count)
+    def _cannot_generate(self, backend: str, pattern: Pattern, count: int) -> str | None:
+        # Asked only about inputs that segments of `backend` read: its executor is open.
+        return self.executor(backend).cannot_generate(pattern, count)
 
     def _device(self, backend: str) -> dict[str, Any]:
-        """The device of the backend's executor, and for Vulkan what chose it."""
-        device = self.executor(backend).device
-        if backend == "vulkan":
-            return device | {"chosen_by": self.device_choice.chosen_by}
-        return device
+        """The device of the backend's executor (with what chose it, for a device chosen by
+        device_choice: the executor says so)."""
+        return self.executor(backend).device
 
     def _slurm_gpus(self) -> dict[str, Any] | None:
-        """The GPUs Slurm gave the job; with the Vulkan device each maps to once known."""
+        """The GPUs Slurm gave the job; with the device each maps to once known."""
         if self._choice is not None:
             return self._choice.slurm_json()
         allocation = read_allocation(os.environ)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gpulab.backends.base import OperationExecutor
 from gpulab.backends.device_choice import DeviceChoice, choose_device, vulkan_infos
 from gpulab.backends.eager import NativeExecutor, cpu_executor
@@ -48,17 +50,33 @@ def resolve(backend: str, choice: DeviceChoice | None = None) -> tuple[str, str]
     return "vulkan", reason if choice.allocation is None else f"{reason}; {choice.chosen_by}"
 
 
+def auto_fallback(backend: str) -> str | None:
+    """Where `auto` runs a graph that does not fit in the memory of the backend it chose:
+    cpu for vulkan (None: nowhere, the error stands)."""
+    return "cpu" if backend == "vulkan" else None
+
+
 def open_executor(
-    backend: str, device: int | None = None, memory_budget: int | None = None, fuse: bool = True
+    backend: str,
+    device: int | None = None,
+    memory_budget: int | None = None,
+    fuse: bool = True,
+    *,
+    choice: Callable[[], DeviceChoice] | None = None,
 ) -> OperationExecutor:
     """A ready executor for a concrete backend (BackendUnavailable if it cannot run here);
     `memory_budget` caps every Vulkan memory heap at that many bytes; `fuse=False` runs every
-    Vulkan node as its own dispatches."""
+    Vulkan node as its own dispatches. `choice` (asked only by a backend that runs on a
+    Vulkan device) gives the device and what chose it, which the executor's `device` then
+    reports as `chosen_by`; without it, device `device` (default 0)."""
     if backend == "cpu":
         return cpu_executor()
     if backend == "native":
         return NativeExecutor()
     if backend == "vulkan":
+        if choice is not None:
+            chosen = choice()
+            return VulkanExecutor(chosen.index, memory_budget, fuse, chosen_by=chosen.chosen_by)
         return VulkanExecutor(device or 0, memory_budget, fuse)
     raise BackendUnavailable(
         f"unknown backend {backend!r} (choose from {', '.join(BACKEND_NAMES)})"

@@ -32,8 +32,8 @@ from gpulab.diagnostics.bench_ops import (
 from gpulab.diagnostics.bench_plot import plot, require_matplotlib
 from gpulab.diagnostics.devices import device_summary
 from gpulab.diagnostics.progress import Progress
-from gpulab.kernels import DeviceArray, Input, Kernels, OwnedArray
-from gpulab.vk import CommandPool, Device, Fence, TimestampQueryPool, shared_instance
+from gpulab.kernels import DeviceArray, DeviceSession, Input, OwnedArray
+from gpulab.vk import Device, TimestampQueryPool
 
 TRIALS = 3
 TARGET_SECONDS = 0.05
@@ -72,19 +72,18 @@ class VulkanBench:
     """Times recorded ops on one device with timestamp queries."""
 
     def __init__(self, device_index: int) -> None:
-        device = Device(shared_instance().physical_device(device_index))
+        self.session = DeviceSession(device_index)
         try:
-            if device.info.timestamp_valid_bits == 0:
-                raise BackendUnavailable(f"{device.info.name} has no timestamps on its queue")
-            self.kernels = Kernels(device)
-            self.pool = CommandPool(device)
-            self.cmd = self.pool.allocate()
-            self.fence = Fence(device)
-            self.queries = TimestampQueryPool(device, 2)
+            if self.session.info.timestamp_valid_bits == 0:
+                raise BackendUnavailable(f"{self.session.info.name} has no timestamps on its queue")
+            self.queries = TimestampQueryPool(self.session.device, 2)
         except BaseException:
-            device.close()
+            self.session.close()
             raise
-        self.device = device
+        self.device = self.session.device
+        self.kernels = self.session.kernels
+        self.cmd = self.session.submitter.command
+        self.fence = self.session.submitter.fence
 
     def _submit(self) -> tuple[float, float]:
         """(GPU seconds between the timestamps, wall seconds of submit + wait)."""
@@ -125,9 +124,7 @@ class VulkanBench:
             self.cmd, "fill", {"value": value}, array, params={"step": step, "period": period}
         )
         self.cmd.end()
-        self.device.submit(self.cmd, self.fence)
-        self.fence.wait()
-        self.fence.reset()
+        self.session.submitter.submit()
 
     def measure(self, workload: Workload) -> dict[str, Any]:
         """One row: best GPU time per op over TRIALS submissions of `repeat` records."""
@@ -241,9 +238,9 @@ class VulkanBench:
         }
 
     def close(self) -> None:
-        """Release the kernels and the device."""
-        self.kernels.close()
-        self.device.close()
+        """Release the timestamp queries, then the session (kernels, device)."""
+        self.queries.close()
+        self.session.close()
 
 
 def _row(workload: Workload, backend: str, gpu: float, wall: float | None) -> dict[str, Any]:

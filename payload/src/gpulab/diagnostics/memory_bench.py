@@ -44,21 +44,13 @@ from typing import Any
 import numpy as np
 
 from gpulab.diagnostics.bench_plot import plot_memory, require_matplotlib
+from gpulab.kernels.session import DeviceSession
 from gpulab.memory.errors import OutOfMemoryError
 from gpulab.memory.host_import import HostImporter
-from gpulab.memory.manager import MemoryManager
 from gpulab.memory.memory_types import candidate_types
 from gpulab.memory.pool import BufferPool
 from gpulab.memory.staging import Stager
-from gpulab.vk import (
-    Buffer,
-    CommandPool,
-    Device,
-    DeviceMemory,
-    Fence,
-    TimestampQueryPool,
-    shared_instance,
-)
+from gpulab.vk import Buffer, DeviceMemory, TimestampQueryPool
 from gpulab.vk.buffer import STORAGE, TRANSFER_DST, TRANSFER_SRC
 from gpulab.vk.memory import DEVICE_LOCAL, HOST_VISIBLE
 
@@ -86,8 +78,9 @@ def best_s(run: Callable[[], object], repeat: int) -> float:
     return best
 
 
-def bench_alloc(device: Device, nbytes: int, count: int) -> dict[str, Any]:
+def bench_alloc(session: DeviceSession, nbytes: int, count: int) -> dict[str, Any]:
     """Microseconds per allocate+free, four ways (see the module docstring)."""
+    device, manager = session.device, session.manager
     probe = Buffer(device, nbytes, USAGE)
     bits, required = probe.memory_type_bits, probe.required_size
     probe.close()
@@ -102,7 +95,7 @@ def bench_alloc(device: Device, nbytes: int, count: int) -> dict[str, Any]:
         buffer.close()
         memory.close()
 
-    with MemoryManager(device) as manager, BufferPool(manager, 64 * MIB) as pool:
+    with BufferPool(manager, 64 * MIB) as pool:
         ways: dict[str, Callable[[], object]] = {
             "raw_memory": raw_memory,
             "raw_buffer": raw_buffer,
@@ -128,24 +121,24 @@ def bench_alloc(device: Device, nbytes: int, count: int) -> dict[str, Any]:
 
 
 def copy_engine_gbps(
-    device: Device, manager: MemoryManager, target: Any, nbytes: int, repeat: int
+    session: DeviceSession, target: Any, nbytes: int, repeat: int
 ) -> dict[str, float]:
     """GPU-timed vkCmdCopyBuffer rates: upload memory -> target ("h2d"), HOST_CACHED ->
     target ("h2d_cached"), target -> HOST_CACHED ("d2h")."""
+    manager, submitter = session.manager, session.submitter
     chunk = min(nbytes, COPY_CHUNK)
     upload = manager.allocate(chunk, "upload", label="bench h2d source")
     readback = manager.allocate(chunk, "readback", label="bench d2h target")
     upload.write(np.ones(chunk, dtype=np.uint8))
     readback.write(np.ones(chunk, dtype=np.uint8))
     rates = {}
-    with CommandPool(device) as pool, Fence(device) as fence:
-        queries = TimestampQueryPool(device, 2)
+    with TimestampQueryPool(session.device, 2) as queries:
         for name, (source, destination, downstream) in {
             "h2d": (upload, target, True),
             "h2d_cached": (readback, target, True),
             "d2h": (target, readback, False),
         }.items():
-            commands = pool.allocate()
+            commands = submitter.allocate()
             commands.begin()
             commands.reset_queries(queries)
             commands.write_timestamp(queries, 0)
@@ -157,19 +150,21 @@ def copy_engine_gbps(
             commands.end()
             best = float("inf")
             for _ in range(repeat + 1):
-                device.submit(commands, fence)
-                fence.wait()
-                fence.reset()
+                submitter.submit(commands)
                 best = min(best, queries.elapsed_ns(0, 1) * 1e-9)
+            commands.close()
             rates[name] = round(nbytes / best / 1e9, 2)
-        queries.close()
     upload.free()
     readback.free()
     return rates
 
 
 def bench_transfers(
-    device: Device, nbytes: int, repeat: int, stager_options: dict[str, Any], fresh: bool = False
+    session: DeviceSession,
+    nbytes: int,
+    repeat: int,
+    stager_options: dict[str, Any],
+    fresh: bool = False,
 ) -> list[dict[str, Any]]:
     """Upload and readback GB/s per target kind, with the copy engine rates beside them.
 
@@ -179,7 +174,7 @@ def bench_transfers(
     rows = []
     kinds = ["device"]
     mapped_vram = DEVICE_LOCAL | HOST_VISIBLE
-    types = device.info.memory_types
+    types = session.info.memory_types
     has_mapped_vram = any(t.property_flags & mapped_vram == mapped_vram for t in types)
     best_device_type = candidate_types(types, "device", 0xFFFFFFFF)[0]
     if has_mapped_vram and not best_device_type.property_flags & HOST_VISIBLE:
@@ -187,9 +182,9 @@ def bench_transfers(
     source = np.arange(nbytes // 4, dtype=np.float32)
     out = np.zeros_like(source)
     for kind in kinds:
-        with MemoryManager(device) as manager, Stager(manager, **stager_options) as stager:
-            target = manager.allocate(nbytes, kind, label="bench target")
-            engine = copy_engine_gbps(device, manager, target, nbytes, repeat)
+        with session.open_stager(**stager_options) as stager:
+            target = session.manager.allocate(nbytes, kind, label="bench target")
+            engine = copy_engine_gbps(session, target, nbytes, repeat)
             upload_s = best_s(functools.partial(stager.upload, source, target), repeat)
             readback_s = best_s(
                 functools.partial(stager.download, target, source.shape, out=out), repeat
@@ -224,6 +219,7 @@ def bench_transfers(
                 }
             )
             target.free()
+            session.manager.trim()
     return rows
 
 
@@ -254,89 +250,91 @@ def _path_row(
     }
 
 
-def bench_paths(device: Device, nbytes: int, repeat: int, sweep: bool) -> list[dict[str, Any]]:
+def bench_paths(
+    session: DeviceSession, nbytes: int, repeat: int, sweep: bool
+) -> list[dict[str, Any]]:
     """Each transfer path of the Stager into and out of one "device" buffer (see the module
     docstring), against the copy engine measured on that buffer first."""
     rows: list[dict[str, Any]] = []
     source = np.arange(nbytes // 4, dtype=np.float32)
     out = np.zeros_like(source)
-    with MemoryManager(device) as manager:
-        target = manager.allocate(nbytes, "device", label="bench target")
-        engine = copy_engine_gbps(device, manager, target, nbytes, repeat)
+    device, manager = session.device, session.manager
+    target = manager.allocate(nbytes, "device", label="bench target")
+    engine = copy_engine_gbps(session, target, nbytes, repeat)
 
-        def measure(stager: Stager, up: Any, down: Any) -> tuple[float, float]:
-            up_s = best_s(functools.partial(stager.upload, up, target), repeat)
-            down_s = best_s(functools.partial(stager.download, target, up.shape, out=down), repeat)
-            if not np.array_equal(down, source):
-                raise AssertionError(f"a round trip of {nbytes} bytes changed the data")
-            down[:1] = -1  # the next measurement must write it again
-            return up_s, down_s
+    def measure(stager: Stager, up: Any, down: Any) -> tuple[float, float]:
+        up_s = best_s(functools.partial(stager.upload, up, target), repeat)
+        down_s = best_s(functools.partial(stager.download, target, up.shape, out=down), repeat)
+        if not np.array_equal(down, source):
+            raise AssertionError(f"a round trip of {nbytes} bytes changed the data")
+        down[:1] = -1  # the next measurement must write it again
+        return up_s, down_s
 
-        with Stager(manager) as stager:
-            rows.append(_path_row(nbytes, "pageable", *measure(stager, source, out), engine))
-            try:
-                pinned_in = stager.pinned_empty(source.shape, source.dtype)
-                pinned_out = stager.pinned_empty(source.shape, source.dtype)
-            except OutOfMemoryError as exc:  # small heaps (lavapipe: 2 GiB for everything)
-                rows.append(
-                    {"bench": "path", "bytes": nbytes, "path": "pinned", "skipped": str(exc)}
-                )
-            else:
-                pinned_in[:] = source
-                up_s, down_s = measure(stager, pinned_in, pinned_out)
-                rows.append(_path_row(nbytes, "pinned", up_s, down_s, engine))
-                rows[-1]["upload_vs_engine_cached_source"] = round(
-                    rows[-1]["upload_gbps"] / engine["h2d_cached"], 3
-                )
-                pinned_in.free()
-                pinned_out.free()
-                del pinned_in, pinned_out
-        with Stager(manager, import_above=0, paths={}) as stager:
-            if HostImporter(device).usable:
-                rows.append(_path_row(nbytes, "imported", *measure(stager, source, out), engine))
-                rows[-1]["counts"] = stager.stats()["transfers"]
-        with Stager(manager) as stager:
-            if HostImporter(device).usable:
-                start = time.perf_counter()
-                stager.register(source)
-                stager.register(out)
-                register_s = time.perf_counter() - start
-                rows.append(_path_row(nbytes, "registered", *measure(stager, source, out), engine))
-                rows[-1]["register_ms_both_arrays"] = round(register_s * 1e3, 2)
-        if sweep:
-            for options in SWEEP:
-                with Stager(manager, **options) as stager:
-                    row = _path_row(nbytes, "pageable", *measure(stager, source, out), engine)
-                    row["stager"] = {**options, "slots": stager.slot_count}
-                    rows.append(row)
-        target.free()
+    with session.open_stager() as stager:
+        rows.append(_path_row(nbytes, "pageable", *measure(stager, source, out), engine))
+        try:
+            pinned_in = stager.pinned_empty(source.shape, source.dtype)
+            pinned_out = stager.pinned_empty(source.shape, source.dtype)
+        except OutOfMemoryError as exc:  # small heaps (lavapipe: 2 GiB for everything)
+            rows.append({"bench": "path", "bytes": nbytes, "path": "pinned", "skipped": str(exc)})
+        else:
+            pinned_in[:] = source
+            up_s, down_s = measure(stager, pinned_in, pinned_out)
+            rows.append(_path_row(nbytes, "pinned", up_s, down_s, engine))
+            rows[-1]["upload_vs_engine_cached_source"] = round(
+                rows[-1]["upload_gbps"] / engine["h2d_cached"], 3
+            )
+            pinned_in.free()
+            pinned_out.free()
+            del pinned_in, pinned_out
+    with session.open_stager(import_above=0, paths={}) as stager:
+        if HostImporter(device).usable:
+            rows.append(_path_row(nbytes, "imported", *measure(stager, source, out), engine))
+            rows[-1]["counts"] = stager.stats()["transfers"]
+    with session.open_stager() as stager:
+        if HostImporter(device).usable:
+            start = time.perf_counter()
+            stager.register(source)
+            stager.register(out)
+            register_s = time.perf_counter() - start
+            rows.append(_path_row(nbytes, "registered", *measure(stager, source, out), engine))
+            rows[-1]["register_ms_both_arrays"] = round(register_s * 1e3, 2)
+    if sweep:
+        for options in SWEEP:
+            with session.open_stager(**options) as stager:
+                row = _path_row(nbytes, "pageable", *measure(stager, source, out), engine)
+                row["stager"] = {**options, "slots": stager.slot_count}
+                rows.append(row)
+    target.free()
+    manager.trim()  # the blocks emptied go back now, not after the grace period
     return rows
 
 
-def bench_host_copy(device: Device, nbytes: int, repeat: int) -> list[dict[str, Any]]:
+def bench_host_copy(session: DeviceSession, nbytes: int, repeat: int) -> list[dict[str, Any]]:
     """GB/s of numpy copies pageable -> mapped memory of each kind and back, by thread count."""
     rows = []
     pageable = np.arange(nbytes, dtype=np.uint8)
-    with MemoryManager(device) as manager:
-        for kind in ("upload", "readback"):
-            mapped = manager.allocate(nbytes, kind, label="bench host copy")
-            view = mapped.view(np.uint8, nbytes)
-            for threads in (1, 4, 8, 16):
-                with Stager(manager, threads=threads) as stager:
-                    into = best_s(functools.partial(stager.copy, view, pageable), repeat)
-                    out_of = best_s(functools.partial(stager.copy, pageable, view), repeat)
-                rows.append(
-                    {
-                        "bench": "host_copy",
-                        "bytes": nbytes,
-                        "memory_type": list(mapped.memory_type.properties),
-                        "threads": threads,
-                        "into_mapped_gbps": round(nbytes / into / 1e9, 2),
-                        "out_of_mapped_gbps": round(nbytes / out_of / 1e9, 2),
-                    }
-                )
-            del view
-            mapped.free()
+    manager = session.manager
+    for kind in ("upload", "readback"):
+        mapped = manager.allocate(nbytes, kind, label="bench host copy")
+        view = mapped.view(np.uint8, nbytes)
+        for threads in (1, 4, 8, 16):
+            with session.open_stager(threads=threads) as stager:
+                into = best_s(functools.partial(stager.copy, view, pageable), repeat)
+                out_of = best_s(functools.partial(stager.copy, pageable, view), repeat)
+            rows.append(
+                {
+                    "bench": "host_copy",
+                    "bytes": nbytes,
+                    "memory_type": list(mapped.memory_type.properties),
+                    "threads": threads,
+                    "into_mapped_gbps": round(nbytes / into / 1e9, 2),
+                    "out_of_mapped_gbps": round(nbytes / out_of / 1e9, 2),
+                }
+            )
+        del view
+        mapped.free()
+    manager.trim()
     return rows
 
 
@@ -425,28 +423,28 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
 
-    with Device(shared_instance().physical_device(args.device)) as device:
-        info = device.info
+    with DeviceSession(args.device) as session:
+        info = session.info
         emit(
             {
                 "bench": "device",
                 "name": info.name,
                 "driver": info.driver_info,
-                "extensions": list(device.extensions),
+                "extensions": list(session.device.extensions),
                 "cpus": os.cpu_count(),
                 **_host_facts(),
             }
         )
         if not args.no_alloc:
-            emit(bench_alloc(device, 1 * MIB, args.alloc_count))
-            emit(bench_alloc(device, 64 * 1024, args.alloc_count))
+            emit(bench_alloc(session, 1 * MIB, args.alloc_count))
+            emit(bench_alloc(session, 64 * 1024, args.alloc_count))
         for nbytes in args.sizes:
-            for row in bench_transfers(device, nbytes, args.repeat, {}, fresh=True):
+            for row in bench_transfers(session, nbytes, args.repeat, {}, fresh=True):
                 emit(row)
-            for row in bench_paths(device, nbytes, args.repeat, args.sweep):
+            for row in bench_paths(session, nbytes, args.repeat, args.sweep):
                 emit(row)
             if args.sweep:
-                for row in bench_host_copy(device, nbytes, args.repeat):
+                for row in bench_host_copy(session, nbytes, args.repeat):
                     emit(row)
             if args.torch:
                 for row in bench_torch(nbytes, args.repeat):

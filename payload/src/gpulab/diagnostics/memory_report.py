@@ -14,20 +14,20 @@ from typing import Any
 
 import numpy as np
 
-from gpulab.memory.manager import MemoryManager
+from gpulab.kernels.session import DeviceSession
 from gpulab.memory.pool import BufferPool
-from gpulab.memory.staging import Stager
-from gpulab.vk import Device, shared_instance
 
 MIB = 1 << 20
 PASSES = 4
 SIZES = (1024, 3000, 64 * 1024, 250_000, MIB, 3 * MIB, 8 * MIB)
 
 
-def exercise(manager: MemoryManager, budget_bytes: int = 64 * MIB) -> dict[str, Any]:
-    """Run the pattern on `manager`: its statistics while the last pass is live, and once the
-    pool and the stager are closed (empty blocks stay for the grace period)."""
-    with BufferPool(manager, budget_bytes) as pool, Stager(manager) as stager:
+def exercise(session: DeviceSession, budget_bytes: int = 64 * MIB) -> dict[str, Any]:
+    """Run the pattern on `session`'s memory manager, with a pool and a stager of its own:
+    the manager's statistics while the last pass is live, and once the pool and the stager
+    are closed (empty blocks stay for the grace period)."""
+    manager = session.manager
+    with BufferPool(manager, budget_bytes) as pool, session.open_stager() as stager:
         rng = np.random.default_rng(0)
         live_stats: dict[str, Any] = {}
         pinned = stager.pinned_empty(SIZES[-1] // 4, np.float32)
@@ -94,10 +94,9 @@ def _table(stats: dict[str, Any]) -> str:
 
 def describe(as_json: bool, device_index: int = 0) -> str:
     """`gpulab memory`: exercise device `device_index`; its statistics as JSON or tables."""
-    with Device(shared_instance().physical_device(device_index)) as device:
-        with MemoryManager(device) as manager:
-            result = exercise(manager)
-        result["device"] = device.info.name
+    with DeviceSession(device_index) as session:
+        result = exercise(session)
+        result["device"] = session.info.name
     if as_json:
         return json.dumps(result, indent=2)
     return "\n".join(

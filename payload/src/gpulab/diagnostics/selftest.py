@@ -17,7 +17,6 @@ import numpy.typing as npt
 
 from gpulab.backends import DeviceChoice, choose_device, resolve
 from gpulab.backends.eager import EagerExecutor, NativeExecutor, cpu_executor
-from gpulab.backends.vulkan import VulkanExecutor
 from gpulab.compute import GpuComputePipeline
 from gpulab.diagnostics.devices import device_summary, list_devices
 from gpulab.ops import tolerance
@@ -117,8 +116,8 @@ def _vulkan_checks(index: int, chosen_by: str) -> tuple[dict[str, Any], list[dic
     with GpuComputePipeline(index) as pipeline:
         checks = _times_two_checks(pipeline.execute)
         summary = device_summary(pipeline.info, full=False) | {"chosen_by": chosen_by}
-    with VulkanExecutor(index) as executor:
-        checks += run_checks(executor.kernels.run, executor.kernels.records)
+        kernels = pipeline.session.kernels  # the ops on the same device session
+        checks += run_checks(kernels.run, kernels.records)
     return summary, [c | {"device": index} for c in checks]
 
 

@@ -22,7 +22,7 @@ from gpulab.kernels.op_recordings import (
 )
 from gpulab.kernels.pipelines import PUSH_CONSTANT_BYTES, Geometry, PipelineCatalog, geometry
 from gpulab.ops.registry import entry, find, result_shape
-from gpulab.vk import Closeable, CommandBuffer, CommandPool, Device, Fence
+from gpulab.vk import Closeable, CommandBuffer, Device, Submitter
 
 EXTRA_OPS = ("copy", "fill")
 """Ops beyond the contract: copy (x -> out, a multiple of 4 elements: bench's bandwidth
@@ -77,6 +77,11 @@ class Kernels(Closeable):
         self._catalog = PipelineCatalog(device, self.geometry)
         self._offset_alignment = device.info.min_storage_buffer_offset_alignment
         self._alignment = math.lcm(16, self._offset_alignment)
+
+    @property
+    def catalog(self) -> PipelineCatalog:
+        """The pipelines, layouts and descriptor sets made for these kernels (owned here)."""
+        return self._catalog
 
     # --- the recording API -------------------------------------------------------------
 
@@ -227,8 +232,7 @@ class Kernels(Closeable):
         def scratch(nbytes: int) -> DeviceArray:
             return own((max(1, math.ceil(nbytes / FLOAT_BYTES)),), mappable=False).array
 
-        pool = CommandPool(self.device)
-        fence: Fence | None = None
+        submitter = Submitter(self.device)
         try:
             inputs: dict[str, Input] = {}
             for name in names:
@@ -241,19 +245,15 @@ class Kernels(Closeable):
                 uploaded.write(host)
                 inputs[name] = uploaded.array
             out = own(_result_shape(op, inputs))
-            cmd = pool.allocate()
+            cmd = submitter.command
             cmd.begin()
             self.record(cmd, op, inputs, out.array, params=params, scratch=scratch)
             cmd.barrier("compute", "host")
             cmd.end()
-            fence = Fence(self.device)
-            self.device.submit(cmd, fence)
-            fence.wait()
+            submitter.submit()
             result = out.read()
         finally:
-            if fence is not None:
-                fence.close()
-            pool.close()
+            submitter.close()
             for array in owned:
                 array.close()
         if result.shape == ():

@@ -13,7 +13,7 @@ from gpulab.kernels._recording import Recording
 from gpulab.kernels.array import DeviceArray, OwnedArray
 from gpulab.kernels.pipelines import PipelineCatalog, geometry
 from gpulab.ops.user_kernel import KernelError, check_convention, load_spirv, reflected
-from gpulab.vk import Closeable, CommandPool, Device, Fence
+from gpulab.vk import Closeable, Device, Submitter
 
 
 class Kernel(Closeable):
@@ -67,8 +67,8 @@ class Kernel(Closeable):
         catalog = self._catalog(device)
         alignment = math.lcm(16, device.info.min_storage_buffer_offset_alignment)
         bindings = [array.binding() for array in (*arrays, target)]
-        with CommandPool(device) as pool:
-            cmd = pool.allocate()
+        with Submitter(device) as submitter:
+            cmd = submitter.command
             cmd.begin()
             Recording(catalog, cmd, None, alignment).user_kernel(
                 self.key,
@@ -82,9 +82,7 @@ class Kernel(Closeable):
             )
             cmd.barrier("compute", "host")
             cmd.end()
-            with Fence(device) as fence:
-                device.submit(cmd, fence)
-                fence.wait()
+            submitter.submit()
 
     @property
     def key(self) -> str:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from gpulab.vk.pipeline import ComputePipeline, PipelineCache, PipelineLayout
     from gpulab.vk.query import TimestampQueryPool
     from gpulab.vk.shader import ShaderModule, packaged_spirv
+    from gpulab.vk.submitter import Submitter
     from gpulab.vk.sync import Fence
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "QueueFamily",
     "ShaderModule",
     "State",
+    "Submitter",
     "TimestampQueryPool",
     "TooManyObjects",
     "UnknownVulkanError",
@@ -157,6 +159,7 @@ _MODULES = {
         "ShaderModule",
         "packaged_spirv",
     ),
+    "submitter": ("Submitter",),
     "sync": ("Fence",),
 }
 __getattr__, __dir__ = lazy_attributes(
