@@ -103,17 +103,28 @@ def render(role: Path) -> str:
     lines = [f"# gpulab.cluster.{role.name}", "", GENERATED, "", galaxy["description"], ""]
     if platforms := _platforms(galaxy):
         lines += [f"Platforms: {platforms}.", ""]
-    hosts, playbook, tags = _site_roles().get(role.name, ("all", "", []))
-    lines += [
-        "```yaml",
-        "- name: Use the role (as gpulab.cluster.site does)",
-        f"  hosts: {hosts}",
-        "  become: true",
-        "  roles:",
-        f"    - role: gpulab.cluster.{role.name}",
-        "```",
-        "",
-    ]
+    site = _site_roles()
+    hosts, playbook, tags = site.get(role.name, ("all", "", []))
+    if role.name in site:
+        lines += [
+            "```yaml",
+            "- name: Use the role (as gpulab.cluster.site does)",
+            f"  hosts: {hosts}",
+            "  become: true",
+            "  roles:",
+            f"    - role: gpulab.cluster.{role.name}",
+            "```",
+            "",
+        ]
+    else:  # the collection's own helper, which its roles import
+        lines += [
+            "```yaml",
+            "- name: Use the role (as the collection's roles do, from their tasks)",
+            "  ansible.builtin.import_role:",
+            f"    name: gpulab.cluster.{role.name}",
+            "```",
+            "",
+        ]
     if playbook:
         lines += [
             f"Alone: `ansible-playbook gpulab.cluster.{playbook} -i INVENTORY`, or"

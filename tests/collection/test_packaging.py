@@ -278,11 +278,12 @@ def test_the_collection_readme_lists_every_role_plugin_and_playbook() -> None:
     listed = set(re.findall(r"`gpulab\.cluster\.([a-z_]+)`", readme))
     modules = {path.stem for path in (COLLECTION / "plugins/modules").glob("*.py")}
     callbacks = {path.stem for path in (COLLECTION / "plugins/callback").glob("*.py")}
+    lookups = {path.stem for path in (COLLECTION / "plugins/lookup").glob("*.py")}
     playbooks = {path.stem for path in (COLLECTION / "playbooks").glob("*.yml")}
     routing = yaml.safe_load((COLLECTION / "meta/runtime.yml").read_text())["plugin_routing"]
     routed = {name for names in routing.values() for name in names}
     assert set(PLAYBOOKS) == playbooks
-    assert listed == set(ROLES) | modules | callbacks | _filters() | playbooks | routed
+    assert listed == set(ROLES) | modules | callbacks | lookups | _filters() | playbooks | routed
 
 
 def test_each_filter_shows_its_own_documentation(installed: Path) -> None:

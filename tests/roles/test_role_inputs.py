@@ -171,6 +171,15 @@ NOT_WRITTEN = {
     "payload_pip_platforms": "the control machine's pip tags, quoted for the shell",
     "payload_cross_toolchains": "the control machine's own paths, in the build's environment",
     "payload_storage_host": "checked: a host of the inventory",
+    # gpulab.cluster.converge_gate: set by the collection's roles from their own values, never by
+    # an inventory; module arguments of converge_record (no file, no shell).
+    "converge_gate_role": "the importing role's name, a literal in its tasks/main.yml",
+    "converge_gate_inputs": "hashed (SHA-256) before it reaches the module",
+    "converge_gate_files": "paths the importing role writes, a module argument",
+    "converge_gate_packages": "package names, a module argument (dpkg-query argv)",
+    "converge_gate_services": "unit names, a module argument (systemctl argv)",
+    "converge_gate_users": "account names, a module argument (read from /etc/passwd)",
+    "converge_gate_groups": "group names, a module argument (read from /etc/group)",
 }
 
 

@@ -587,3 +587,63 @@ def test_the_program_prints_the_jobs_details_and_fails_in_one_line(
     )
     assert slurm_client.main(["drain", "w1"], run) == 2
     assert capsys.readouterr().err.startswith("usage: slurm_client.py COMMAND ARGS")
+
+
+# --- the one wait: SlurmClient.wait_for_end ----------------------------------------------------
+
+
+def _client(
+    answers: dict[str, list[tuple[int, str]]],
+) -> tuple[slurm_client.SlurmClient, list[str]]:
+    """A client whose commands answer in turn per program (the last answer repeats)."""
+    asked: list[str] = []
+
+    def run(argv: Sequence[str]) -> slurm_client.CommandResult:
+        asked.append(argv[0])
+        queue = answers[argv[0]]
+        code, out = queue.pop(0) if len(queue) > 1 else queue[0]
+        return slurm_client.CommandResult(tuple(argv), code, out, "" if code == 0 else out)
+
+    return slurm_client.SlurmClient(run), asked
+
+
+def test_the_wait_asks_the_queue_then_the_controller_and_reports_progress() -> None:
+    running = slurm_client.JobState("RUNNING", nodes="worker1", job_id="5")
+    queue = [running, running, None]
+    client, asked = _client({"scontrol": [(0, "JobId=5 JobState=COMPLETED ExitCode=0:0")]})
+    progress: list[str] = []
+    final = client.wait_for_end(
+        "5", timeout=None, longest_gap=2, first_gap=0.5, clock=lambda: 0.0,
+        sleep=lambda _: None, queued=lambda _: queue.pop(0), progress=progress.append,
+    )  # fmt: skip
+    assert final.state == "COMPLETED"
+    assert progress == ["job 5 RUNNING on worker1", "job 5 COMPLETED (exit code 0)"]
+    assert asked == ["scontrol"]
+
+
+def test_the_wait_gives_up_on_unreadable_answers_and_unknown_jobs() -> None:
+    def garbled(_: str) -> None:
+        raise slurm_client.UnreadableAnswer("squeue printed no JSON")
+
+    client, _ = _client({"scontrol": [(1, "Invalid job id specified")], "sacct": [(0, "")]})
+    gaps: list[float] = []
+    wait = {"timeout": None, "longest_gap": 2, "first_gap": 0.5, "clock": lambda: 0.0,
+            "sleep": gaps.append}  # fmt: skip
+    with pytest.raises(slurm_client.UnreadableAnswer, match="no JSON, 3 polls in a row: stopped"):
+        client.wait_for_end("5", queued=garbled, unreadable_polls=3, **wait)
+    assert gaps == [2, 2]
+    with pytest.raises(slurm_client.JobUnknown) as unknown:
+        client.wait_for_end("5", queued=lambda _: None, unknown_polls=4, **wait)
+    assert unknown.value.polls == 4
+
+
+def test_the_wait_cancels_at_the_timeout_when_asked() -> None:
+    now = [0.0]
+    client, asked = _client({"scontrol": [(0, "JobId=5 JobState=RUNNING")], "scancel": [(0, "")]})
+    with pytest.raises(slurm_client.WaitTimedOut) as timed_out:
+        client.wait_for_end(
+            "5", timeout=3, longest_gap=2, first_gap=1, clock=lambda: now[0],
+            sleep=lambda s: now.__setitem__(0, now[0] + s), cancel_at_timeout=True,
+        )  # fmt: skip
+    assert timed_out.value.state is not None and timed_out.value.state.state == "RUNNING"
+    assert asked[-1] == "scancel"

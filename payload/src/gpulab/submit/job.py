@@ -240,53 +240,45 @@ def wait(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> JobState:
-    """Poll until the job ends, reporting each change of state; its final state. A job still
-    running after timeout_s is cancelled and WaitTimedOut raised. JobForgotten when squeue,
-    scontrol and sacct all lack the job for FORGOTTEN_POLLS polls in a row; Unreachable when
-    squeue's output cannot be read for GARBLED_POLLS polls in a row. Polls start FIRST_POLL_S
-    apart and slow down to poll_s."""
-    start = clock()
-    deadline = None if timeout_s is None else start + timeout_s
-    shown = ""
-    latest: JobState | None = None
-    unknown = garbled = 0  # polls in a row
-    while True:
+    """Poll until the job ends, reporting each change of state; its final state. The wait is
+    the Slurm client's (SlurmClient.wait_for_end, the collection's slurm_job's too), its progress
+    from squeue's JSON. A job still running after timeout_s is cancelled and WaitTimedOut raised.
+    JobForgotten when squeue, scontrol and sacct all lack the job for FORGOTTEN_POLLS polls in a
+    row; Unreachable when squeue's output cannot be read for GARBLED_POLLS polls in a row. Polls
+    start FIRST_POLL_S apart and slow down to poll_s."""
+
+    def queued(job_id: str) -> JobState | None:
         try:
-            state = slurm.queue_state(transport, job.job_id)
+            return slurm.queue_state(transport, job_id)
         except slurm.GarbledOutput as exc:
-            garbled += 1
-            if garbled >= GARBLED_POLLS:
-                raise Unreachable(
-                    f"{exc}, {garbled} polls in a row: stopped waiting for job {job.job_id} "
-                    f"(files in {job.job_dir})"
-                ) from None
-        else:
-            garbled = 0
-            latest = state or latest
-            if state is not None and not state.finished:
-                unknown = 0
-                if state.describe() != shown:
-                    shown = state.describe()
-                    progress(f"job {job.job_id} {shown}")
-            else:
-                known = slurm.last_state(transport, job.job_id)
-                if known is not None and known.finished:
-                    progress(f"job {job.job_id} {known.describe()}")
-                    return known
-                unknown = unknown + 1 if state is None and known is None else 0
-                if unknown >= FORGOTTEN_POLLS:
-                    raise JobForgotten(
-                        f"job {job.job_id} is unknown to Slurm: squeue, scontrol and sacct "
-                        f"had no record of it (sacct at most its submission) in {unknown} polls"
-                    )
-        if deadline is not None and clock() >= deadline:
-            slurm.cancel(transport, job.job_id)
-            where = latest.describe() if latest is not None else "unfinished"
-            raise WaitTimedOut(
-                f"job {job.job_id} still {where} after {timeout_s:g} s: cancelled it"
-            )
-        doubtful = unknown or garbled
-        sleep(poll_s if doubtful else slurm_client.poll_gap(clock() - start, FIRST_POLL_S, poll_s))
+            raise slurm_client.UnreadableAnswer(str(exc)) from None
+
+    try:
+        return slurm_client.SlurmClient(transport.run).wait_for_end(
+            job.job_id,
+            timeout=timeout_s,
+            longest_gap=poll_s,
+            first_gap=FIRST_POLL_S,
+            clock=clock,
+            sleep=sleep,
+            queued=queued,
+            progress=progress,
+            unknown_polls=FORGOTTEN_POLLS,
+            unreadable_polls=GARBLED_POLLS,
+            cancel_at_timeout=True,
+        )
+    except slurm_client.UnreadableAnswer as exc:
+        raise Unreachable(f"{exc} (files in {job.job_dir})") from None
+    except slurm_client.JobUnknown as exc:
+        raise JobForgotten(
+            f"job {job.job_id} is unknown to Slurm: squeue, scontrol and sacct "
+            f"had no record of it (sacct at most its submission) in {exc.polls} polls"
+        ) from None
+    except slurm_client.WaitTimedOut as exc:
+        where = exc.state.describe() if exc.state is not None else "unfinished"
+        raise WaitTimedOut(
+            f"job {job.job_id} still {where} after {timeout_s:g} s: cancelled it"
+        ) from None
 
 
 def wait_for_result(

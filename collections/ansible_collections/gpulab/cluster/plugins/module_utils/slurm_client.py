@@ -9,6 +9,7 @@ every Slurm command line of gpulab (tests/collection/test_slurm_command_lines.py
 that) and reads their output; SlurmClient runs them through a `run` callable that the caller
 passes in (Ansible's run_command, a local subprocess, an SSH transport, a fake in tests), and
 holds what the module and `gpulab submit` share: a job's state from scontrol, then accounting,
+waiting for a job's end (SlurmClient.wait_for_end, `gpulab submit --wait`'s progress included),
 and cancelling. Pinned on output captured from Slurm 22.05 (Debian 12) and 24.11 (Debian 13).
 
 Run as a program (`python3 slurm_client.py COMMAND ...`, main below), it is the small command
@@ -772,11 +773,26 @@ class SlurmError(RuntimeError):
 
 
 class WaitTimedOut(SlurmError):
-    """The job had not ended when the wait ran out; it keeps running."""
+    """The job had not ended when the wait ran out; it keeps running unless the wait cancelled
+    it. `state`: its last state seen (None when the queue never showed it)."""
 
-    def __init__(self, msg: str, state: JobState) -> None:
+    def __init__(self, msg: str, state: JobState | None) -> None:
         super().__init__(msg)
         self.state = state
+
+
+class UnreadableAnswer(SlurmError):
+    """A Slurm command answered with output that cannot be read (empty, truncated): a single
+    such answer says nothing about the job, so a wait asks again."""
+
+
+class JobUnknown(SlurmError):
+    """Neither the queue, slurmctld nor accounting had a record of the job, `polls` polls in
+    a row (a controller past MinJobAge without accounting, or one that lost its state)."""
+
+    def __init__(self, msg: str, polls: int) -> None:
+        super().__init__(msg)
+        self.polls = polls
 
 
 class SlurmClient:
@@ -908,22 +924,72 @@ class SlurmClient:
         self,
         job_id: str,
         *,
-        timeout: float,
+        timeout: float | None,
         longest_gap: float,
         first_gap: float,
         clock: Callable[[], float],
         sleep: Callable[[float], None],
+        queued: Callable[[str], JobState | None] | None = None,
+        progress: Callable[[str], None] | None = None,
+        unknown_polls: int = 0,
+        unreadable_polls: int = 1,
+        cancel_at_timeout: bool = False,
     ) -> JobState:
-        """Poll job_state (gaps by poll_gap) until the job ends; WaitTimedOut after timeout."""
+        """Poll until the job ends; its final state. The one wait of gpulab: the collection's
+        slurm_job and `gpulab submit --wait` (its progress from squeue).
+
+        Without `queued`, each poll asks job_state (slurmctld, else accounting; SlurmError when
+        neither knows the job). With it, each poll asks `queued` (the job in the queue, None once
+        it has left it), and last_state where the queue shows the job finished or not at all;
+        `unknown_polls` polls in a row with no record anywhere raise JobUnknown (0: never), and
+        an UnreadableAnswer from `queued` is asked again, up to `unreadable_polls` in a row.
+        `progress` gets "job ID DESCRIPTION" at each change of the queued state and at the end.
+        Polls are poll_gap apart (first_gap, growing to longest_gap), longest_gap after a poll
+        that found no record or no readable answer. Past `timeout` (None: none) the job is
+        cancelled when `cancel_at_timeout`, and WaitTimedOut raised with its last state."""
         start = clock()
-        deadline = start + timeout
+        deadline = None if timeout is None else start + timeout
+        shown = ""
+        latest: JobState | None = None
+        unknown = unreadable = 0  # polls in a row
         while True:
-            info = self.job_state(job_id)
-            if info.finished:
-                return info
-            if clock() >= deadline:
-                raise WaitTimedOut(f"job {job_id} still {info.state} after {timeout} s", info)
-            sleep(poll_gap(clock() - start, first_gap, longest_gap))
+            try:
+                state = self.job_state(job_id) if queued is None else queued(job_id)
+            except UnreadableAnswer as error:
+                unreadable += 1
+                if unreadable >= unreadable_polls:
+                    raise UnreadableAnswer(
+                        f"{error}, {unreadable} polls in a row: stopped waiting for job {job_id}",
+                        error.result,
+                    ) from None
+            else:
+                unreadable = 0
+                latest = state or latest
+                if state is not None and not state.finished:
+                    unknown = 0
+                    if progress is not None and state.describe() != shown:
+                        shown = state.describe()
+                        progress(f"job {job_id} {shown}")
+                else:
+                    known = state if queued is None else self.last_state(job_id)
+                    if known is not None and known.finished:
+                        if progress is not None:
+                            progress(f"job {job_id} {known.describe()}")
+                        return known
+                    unknown = unknown + 1 if state is None and known is None else 0
+                    if unknown_polls and unknown >= unknown_polls:
+                        raise JobUnknown(
+                            f"job {job_id} is unknown to Slurm: the queue, scontrol and sacct "
+                            f"had no record of it in {unknown} polls",
+                            unknown,
+                        )
+            if deadline is not None and clock() >= deadline:
+                if cancel_at_timeout:
+                    self.cancel([job_id])
+                where = latest.state if latest is not None else "unfinished"
+                raise WaitTimedOut(f"job {job_id} still {where} after {timeout} s", latest)
+            doubtful = unknown or unreadable
+            sleep(longest_gap if doubtful else poll_gap(clock() - start, first_gap, longest_gap))
 
     def cancel(self, job_ids: Sequence[str]) -> CommandResult:
         """scancel the jobs, whatever its exit status (a job that already ended is none of
