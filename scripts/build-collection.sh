@@ -3,7 +3,7 @@
 # build`. Everything lives in the collection itself: the roles and playbooks (the repository's
 # roles/ is a link to its roles/), and the two module_utils the payload shares, the Slurm client
 # and the NVIDIA driver reader (the payload's gpulab/submit/slurm_client.py and
-# gpulab/backends/nvidia_driver.py are links to them), so a git install has them all and there
+# gpulab/placement/nvidia_driver.py are links to them), so a git install has them all and there
 # is nothing to copy. One built file joins them first: the payload's sdist, at the payload
 # role's files/gpulab.tar.gz (scripts/payload-sdist.py; git ignores it), from which the role
 # builds the workers' wheels wherever the tarball is installed. ansible.cfg's

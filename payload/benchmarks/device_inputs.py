@@ -24,12 +24,12 @@ from typing import Any
 import gpulab.vk.device
 import numpy as np
 from gpulab import Runner, load_graph
-from gpulab.backends.inputs import pattern_of
 from gpulab.graph.model import Fill, GraphInput, Linspace, Random, Source
 from gpulab.graph.values import materialize
 from gpulab.kernels import DeviceArray, Kernels, Pattern
 from gpulab.memory import MemoryManager, Stager
 from gpulab.ops import Kind
+from gpulab.running.inputs import pattern_of
 from gpulab.vk import CommandPool, Device, Fence, TimestampQueryPool, shared_instance
 
 SOURCES: dict[str, Source] = {

@@ -30,7 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from gpulab.backends import BackendUnavailable, choose_device
+from gpulab.backends import BackendUnavailable
 from gpulab.diagnostics.bench import VulkanBench
 from gpulab.diagnostics.bench_compare import Library, load_library
 from gpulab.diagnostics.bench_ops import Workload, parse_shape
@@ -44,6 +44,7 @@ from gpulab.kernels.matmul_tiles import (
     parse_plan,
     regime,
 )
+from gpulab.placement import choose_device
 
 CANDIDATES = (
     "auto",

@@ -1,5 +1,5 @@
 """Which device file is which GPU, decided once: module_utils/gpu_files.py, which vulkan_facts
-(through vulkan_devices) and the payload (gpulab.backends.gpu_files, a link to it) both use.
+(through vulkan_devices) and the payload (gpulab.placement.gpu_files, a link to it) both use.
 Each case here is asked of both sides: the file the collection writes into gres.conf for a
 GPU is the file the payload maps back to that GPU inside a job."""
 

@@ -102,9 +102,9 @@ def test_runner_passes_an_argument_list_and_stdin() -> None:
 # install of the collection has them); the payload's modules are links to them, which the
 # wheel build resolves.
 SLURM_CLIENT = REPO / "payload/src/gpulab/submit/slurm_client.py"
-NVIDIA_DRIVER = REPO / "payload/src/gpulab/backends/nvidia_driver.py"
-GPU_FILES = REPO / "payload/src/gpulab/backends/gpu_files.py"
-SLURM_GPU_ENV = REPO / "payload/src/gpulab/backends/slurm_gpu_env.py"
+NVIDIA_DRIVER = REPO / "payload/src/gpulab/placement/nvidia_driver.py"
+GPU_FILES = REPO / "payload/src/gpulab/placement/gpu_files.py"
+SLURM_GPU_ENV = REPO / "payload/src/gpulab/placement/slurm_gpu_env.py"
 SHARED = [SLURM_CLIENT, NVIDIA_DRIVER, GPU_FILES, SLURM_GPU_ENV]
 COLLECTION = REPO / "collections/ansible_collections/gpulab/cluster"
 
@@ -144,14 +144,14 @@ def test_the_wheel_ships_the_slurm_client_as_a_module_of_gpulab_submit() -> None
 
 def test_the_payload_imports_the_shared_device_files_module_through_its_link() -> None:
     # gpu_files imports nvidia_driver relatively: in the payload that is the payload's link.
-    from gpulab.backends import gpu_files, nvidia_driver  # noqa: PLC0415 - the payload's
+    from gpulab.placement import gpu_files, nvidia_driver  # noqa: PLC0415 - the payload's
 
     assert Path(gpu_files.__file__) == GPU_FILES
     assert gpu_files.nvidia_gpus is nvidia_driver.nvidia_gpus
 
 
 def test_the_payload_reads_slurms_gpu_environment_through_the_shared_module() -> None:
-    from gpulab.backends import slurm_gpu_env, slurm_gpus  # noqa: PLC0415 - the payload's
+    from gpulab.placement import slurm_gpu_env, slurm_gpus  # noqa: PLC0415 - the payload's
 
     assert Path(slurm_gpu_env.__file__) == SLURM_GPU_ENV
     assert slurm_gpus.id_variable is slurm_gpu_env.id_variable

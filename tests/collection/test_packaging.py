@@ -195,9 +195,9 @@ def test_the_tarball_carries_the_payload_sdist(installed: Path) -> None:
         "native/CMakeLists.txt",
         "native/cmake/aarch64-linux-gnu.cmake",
         "src/gpulab/submit/slurm_client.py",
-        "src/gpulab/backends/nvidia_driver.py",
-        "src/gpulab/backends/gpu_files.py",
-        "src/gpulab/backends/slurm_gpu_env.py",
+        "src/gpulab/placement/nvidia_driver.py",
+        "src/gpulab/placement/gpu_files.py",
+        "src/gpulab/placement/slurm_gpu_env.py",
         "src/gpulab/examples/saxpy_norm.json",
     } <= names
     assert [n for n in names if "/_lib/" in n or n.endswith((".so", ".o"))] == []

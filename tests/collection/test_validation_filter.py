@@ -174,7 +174,7 @@ def test_a_gpu_given_but_a_cpu_device_used_is_named() -> None:
 
 
 def test_the_given_gpus_are_read_from_the_variable_the_payload_reads() -> None:
-    """The step's ids before the job's, as gpulab.backends.slurm_gpus picks them (both read
+    """The step's ids before the job's, as gpulab.placement.slurm_gpus picks them (both read
     module_utils/slurm_gpu_env.py); an empty variable is none."""
     env = {"SLURM_STEP_GPUS": "1", "SLURM_JOB_GPUS": "0,1"}
     result = node_json(**_ran(DEVICE)) | {"slurm": {"job": "", "env": env}}

@@ -22,9 +22,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from gpulab.backends import runner
 from gpulab.cli import main as cli_main
 from gpulab.graph import MemoryLimit
+from gpulab.running import runner
 from hypothesis import HealthCheck, settings
 
 CONTRACT_CODES = {0, 2, 3, 4}

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpulab.backends import runner
 from gpulab.graph import MemoryLimit, load_graph, materialize, values
+from gpulab.running import runner
 
 from tests.fuzz.harness import Outcome, check_contract, in_process, result_of
 

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 from gpulab import Result, Runner, load_graph
-from gpulab.backends.inputs import plan_inputs
-from gpulab.backends.runner import split
 from gpulab.backends.vulkan import VulkanExecutor
 from gpulab.graph.values import materialize, read_npy_into
+from gpulab.running.inputs import plan_inputs
+from gpulab.running.runner import split
 from graph_helpers import EXAMPLES, needs_vulkan, subprocess_cli, write_graph
 
 LACKS = "the device lacks shaderInt64 and shaderFloat64 (needed to match numpy bit for bit)"

@@ -16,11 +16,11 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from gpulab.backends.runner import split
 from gpulab.cli import graph_file
 from gpulab.cli.main import main
 from gpulab.graph import load_graph, schedule, validate
 from gpulab.graph.schedule import peak_bytes
+from gpulab.running.runner import split
 
 OUTPUTS = 20_000
 

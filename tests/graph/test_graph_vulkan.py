@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 from gpulab import Runner, load_graph
-from gpulab.backends.device_choice import choose_device
 from gpulab.backends.vulkan import VulkanExecutor
 from gpulab.ops import NumericalError, reference
+from gpulab.placement.device_choice import choose_device
 from gpulab.vk import live_handles
 from graph_helpers import EXAMPLES, cli, needs_vulkan, subprocess_cli, write_graph
 

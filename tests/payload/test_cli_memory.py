@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gpulab.backends import Runner
 from gpulab.cli.run import memory_size
 from gpulab.graph import load_graph
 from gpulab.memory import OutOfMemoryError
+from gpulab.running import Runner
 from gpulab.vk import live_handles
 
 from tests.graph.graph_helpers import cli, subprocess_cli, write_graph

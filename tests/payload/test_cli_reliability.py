@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpulab.backends import Result, Runner, result_file, runner
-from gpulab.backends.result import DATA_LIMIT
-from gpulab.backends.result_file import PYTHON_NUMBER_BYTES
 from gpulab.graph import MemoryLimit
+from gpulab.results import Result, result_file
+from gpulab.results.result import DATA_LIMIT
+from gpulab.results.result_file import PYTHON_NUMBER_BYTES
+from gpulab.running import Runner, runner
 
 from tests.graph.graph_helpers import GPULAB, cli, small_graph, write_graph
 

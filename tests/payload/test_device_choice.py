@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gpulab.backends.device_choice import DeviceChoice, choose_device, decide
-from gpulab.backends.gpu_files import HostFiles, match_file
-from gpulab.backends.nvidia_driver import parse_nvidia_information
 from gpulab.backends.select import resolve
-from gpulab.backends.slurm_gpus import SlurmGpus
+from gpulab.placement.device_choice import DeviceChoice, choose_device, decide
+from gpulab.placement.gpu_files import HostFiles, match_file
+from gpulab.placement.nvidia_driver import parse_nvidia_information
+from gpulab.placement.slurm_gpus import SlurmGpus
 from gpulab.vk import DeviceInfo, Instance
 
 from tests.payload.test_cli import gpulab

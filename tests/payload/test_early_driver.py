@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from gpulab.backends.early import start_vulkan
+from gpulab.running.early import start_vulkan
 from gpulab.vk import shared_instance
 
 from tests.payload.test_cli import gpulab, no_driver_env

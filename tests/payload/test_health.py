@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gpulab.backends import health
 from gpulab.cli.main import main
+from gpulab.diagnostics import health
 
 from tests.payload.test_cli import gpulab, no_driver_env
 

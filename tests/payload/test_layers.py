@@ -1,6 +1,7 @@
 """The payload's layers, read from the source: vk -> memory -> kernels/ops -> graph ->
-backends -> diagnostics -> cli. No module imports a package of a higher layer, and the CLI,
-a thin face, reaches the device only through backends and diagnostics."""
+placement -> backends -> results -> running -> diagnostics -> cli. No module imports a package of
+a higher layer, and the CLI, a thin face, reaches the device only through the layers from
+placement to diagnostics."""
 
 from __future__ import annotations
 
@@ -23,17 +24,21 @@ LAYER = {
     "kernels": 3,
     "compute": 4,
     "graph": 4,
-    "backends": 5,
+    "placement": 5,
     "submit": 5,
-    "diagnostics": 6,
-    "metrics": 6,
-    "cli": 7,
-    "__main__": 8,
-    "__init__": 8,
+    "backends": 6,
+    "results": 7,
+    "running": 8,
+    "diagnostics": 9,
+    "metrics": 9,
+    "cli": 10,
+    "__main__": 11,
+    "__init__": 11,
 }
 """Each top-level part of gpulab by layer; a part may import its own layer and those below."""
 BELOW_THE_CLI = ("vk", "kernels", "memory", "native", "compute")
-"""What the CLI never imports itself: it calls backends and diagnostics."""
+"""What the CLI never imports itself: it calls placement, backends, results, running and
+diagnostics."""
 
 
 def imported(path: Path) -> set[str]:

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gpulab.backends import Runner, result_file
+from gpulab.results import result_file
+from gpulab.running import Runner
 
 from tests.graph.graph_helpers import GPULAB, cli, small_graph, write_graph
 

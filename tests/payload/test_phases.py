@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from gpulab.backends.base import RUN_PHASES
-from gpulab.backends.result import TIMING_PHASES
+from gpulab.results.result import TIMING_PHASES
 
 from tests.payload.test_cli import gpulab
 

@@ -1,4 +1,4 @@
-"""backends/runner.py names no backend: what differs between backends is the executors' to say
+"""running/runner.py names no backend: what differs between backends is the executors' to say
 (backends/base.py's interface) or the choice's (backends/select.py), never the runner's."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gpulab.backends.names import BACKEND_NAMES
 
-RUNNER = Path(__file__).resolve().parents[2] / "payload/src/gpulab/backends/runner.py"
+RUNNER = Path(__file__).resolve().parents[2] / "payload/src/gpulab/running/runner.py"
 
 
 def test_the_runner_contains_no_backend_name() -> None:

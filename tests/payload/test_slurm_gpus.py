@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gpulab.backends.slurm_gpus import (
+from gpulab.placement.slurm_gpus import (
     GresGpu,
     SlurmGpus,
     expand_hostlist,

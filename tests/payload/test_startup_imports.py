@@ -84,7 +84,7 @@ def test_import_gpulab_loads_names_on_first_use() -> None:
 
 def test_the_public_names_resolve_to_their_modules() -> None:
     import gpulab  # noqa: PLC0415 - after the subprocess checks, in this process
-    from gpulab.backends.runner import Runner  # noqa: PLC0415
+    from gpulab.running.runner import Runner  # noqa: PLC0415
 
     assert gpulab.Runner is Runner
     assert set(gpulab.__all__) <= set(dir(gpulab))

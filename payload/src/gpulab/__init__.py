@@ -9,10 +9,11 @@ from gpulab._lazy import lazy_attributes
 from gpulab._version import __version__
 
 if TYPE_CHECKING:
-    from gpulab.backends import Result, Runner, run_graph
     from gpulab.compute import GpuComputePipeline
     from gpulab.graph import Graph, GraphInvalid, load_graph
     from gpulab.kernels.user import Kernel, kernel
+    from gpulab.results import Result
+    from gpulab.running import Runner, run_graph
 
 __all__ = [
     "GpuComputePipeline",
@@ -35,9 +36,9 @@ __getattr__, __dir__ = lazy_attributes(
         "GraphInvalid": "gpulab.graph",
         "Kernel": "gpulab.kernels.user",
         "kernel": "gpulab.kernels.user",
-        "Result": "gpulab.backends",
-        "Runner": "gpulab.backends",
+        "Result": "gpulab.results",
+        "Runner": "gpulab.running",
         "load_graph": "gpulab.graph",
-        "run_graph": "gpulab.backends",
+        "run_graph": "gpulab.running",
     },
 )

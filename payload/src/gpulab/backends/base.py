@@ -5,7 +5,7 @@ values the segment reads from outside (host float32 arrays; scalars are 0-d arra
 node in order, releases each value after its last reader inside the segment, and returns only
 the values needed after it (graph outputs, or reads by a later segment on another backend).
 Executors may keep per-segment work (a recorded command buffer) under `Segment.key`, and may
-make some inputs themselves (see `cannot_generate` and backends/inputs.py).
+make some inputs themselves (see `cannot_generate` and running/inputs.py).
 """
 
 from __future__ import annotations

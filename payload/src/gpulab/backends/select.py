@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpulab.backends.base import OperationExecutor
-from gpulab.backends.device_choice import DeviceChoice, choose_device, vulkan_infos
 from gpulab.backends.eager import NativeExecutor, cpu_executor
 from gpulab.backends.errors import BackendUnavailable
 from gpulab.backends.names import BACKEND_NAMES, BACKENDS
 from gpulab.backends.vulkan import VulkanExecutor
+from gpulab.placement.device_choice import DeviceChoice, choose_device, vulkan_infos
 
 
 def vulkan_devices() -> list[str]:

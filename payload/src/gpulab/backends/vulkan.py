@@ -431,7 +431,7 @@ class VulkanExecutor(OperationExecutor):
     ) -> None:
         self.index = index
         self.chosen_by = chosen_by
-        """What chose the device (backends.device_choice), reported with it when known."""
+        """What chose the device (placement.device_choice), reported with it when known."""
         self.fuse = fuse
         """Whether chains of elementwise ops and their reduction run as one shader."""
         self.session = DeviceSession(physical_device(index), memory_budget=memory_budget)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpulab._shown import PATH_LIMIT, shown
-from gpulab.backends import OutputFailed
 from gpulab.backends.errors import failed_errors, unavailable_errors
 from gpulab.cli.errors import EXIT_INPUT, EXIT_RUNTIME, EXIT_UNAVAILABLE
 from gpulab.cli.output import say
 from gpulab.graph import GraphInvalid
 from gpulab.ops import NumericalError
+from gpulab.results import OutputFailed
 
 
 def guarded(graph: str, action: Callable[[], int]) -> int:

@@ -32,7 +32,7 @@ def main(args: argparse.Namespace) -> int:
     """Run the check, print it, and return the contract's exit code."""
     # Imported here: `gpulab health` runs every few minutes on every worker, and the other
     # commands need not pay for numpy and Vulkan to build the parser.
-    from gpulab.backends import health  # noqa: PLC0415
+    from gpulab.diagnostics import health  # noqa: PLC0415
 
     report = health.check(args.device)
     if args.json:

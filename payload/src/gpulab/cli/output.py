@@ -8,9 +8,9 @@ import sys
 from typing import Any
 
 from gpulab._shown import PATH_LIMIT, shown
-from gpulab.backends import OutputFailed, OutputRefused, output_target, write_result
 from gpulab.graph import Problem
 from gpulab.graph.problems import one_line
+from gpulab.results import OutputFailed, OutputRefused, output_target, write_result
 
 
 def say(message: str) -> None:

@@ -110,7 +110,7 @@ def profile_table(timing: dict[str, float], run_phases: tuple[str, ...]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from gpulab.backends.early import start_vulkan  # noqa: PLC0415
+    from gpulab.running.early import start_vulkan  # noqa: PLC0415
 
     # The driver starts on a second thread while this one imports and loads the graph; joined
     # before returning, so no exit path leaves the driver half made.
@@ -124,8 +124,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _run_graph(args: argparse.Namespace) -> int:
     # Imported here: the runner loads numpy and the backends, which --help need not pay for.
-    from gpulab.backends import Runner, prepare_output, write_result  # noqa: PLC0415
     from gpulab.backends.base import RUN_PHASES  # noqa: PLC0415
+    from gpulab.results import prepare_output, write_result  # noqa: PLC0415
+    from gpulab.running import Runner  # noqa: PLC0415
 
     budget = _budget(args)
     with Runner(args.backend, args.device, budget, fuse=args.fuse) as runner:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpulab.backends import BackendUnavailable, choose_device
+from gpulab.backends import BackendUnavailable
 from gpulab.diagnostics.bench_compare import Library, load_library
 from gpulab.diagnostics.bench_ops import (
     VECTOR_OPS,
@@ -33,6 +33,7 @@ from gpulab.diagnostics.bench_plot import plot, require_matplotlib
 from gpulab.diagnostics.devices import device_summary
 from gpulab.diagnostics.progress import Progress
 from gpulab.kernels import DeviceArray, DeviceSession, Input, OwnedArray
+from gpulab.placement import choose_device
 from gpulab.vk import Device, TimestampQueryPool
 
 TRIALS = 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpulab.backends import HostFiles, files_by_device
+from gpulab.placement import HostFiles, files_by_device
 from gpulab.vk import DeviceInfo, NoVulkanDevice, shared_instance
 
 GIB = 1 << 30

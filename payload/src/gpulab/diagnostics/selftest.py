@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gpulab.backends import DeviceChoice, choose_device, resolve
+from gpulab.backends import resolve
 from gpulab.backends.eager import EagerExecutor, NativeExecutor, cpu_executor
 from gpulab.compute import GpuComputePipeline
 from gpulab.diagnostics.devices import device_summary, list_devices
 from gpulab.ops import tolerance
 from gpulab.ops.cases import Case, Draw
 from gpulab.ops.registry import entries, entry
+from gpulab.placement import DeviceChoice, choose_device
 from gpulab.vk import NoVulkanDevice
 
 SIZES = (1, 31, 32, 33, 1023, 1025, 2**20 + 7)

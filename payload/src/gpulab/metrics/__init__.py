@@ -1,7 +1,8 @@
 """gpulab's metrics for Prometheus: Slurm's view of the cluster and each GPU's health and speed,
 written for node_exporter's textfile collector (`gpulab metrics`; docs/monitoring.md).
 
-Layer: above gpulab.backends and gpulab.submit, below the CLI (it never imports gpulab.cli).
+Layer: beside gpulab.diagnostics (whose health check it runs), above gpulab.submit, below the
+CLI (it never imports gpulab.cli).
 """
 
 from __future__ import annotations

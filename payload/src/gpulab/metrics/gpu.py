@@ -1,6 +1,6 @@
 """Each GPU's health, bandwidth and memory in use, as metrics.
 
-Per Vulkan device: the result and duration of the health check (gpulab.backends.health, what
+Per Vulkan device: the result and duration of the health check (gpulab.diagnostics.health, what
 Slurm's HealthCheckProgram runs), the copy and saxpy bandwidth of a short `gpulab bench`, and
 the device-local memory in use where the driver has VK_EXT_memory_budget.
 """
@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulab.backends import health
+from gpulab.diagnostics import health
 from gpulab.metrics.exposition import Family
 from gpulab.vk import DeviceInfo, NoVulkanDevice, VulkanError, shared_instance
 from gpulab.vk.memory_budget import HeapUsage, heap_usage

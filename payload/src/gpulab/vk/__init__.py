@@ -4,7 +4,7 @@ Objects are closed explicitly (close() or `with`), children before parents; a fi
 the safety net. Using a closed object raises ObjectClosedError.
 
 Names are imported on first use (PEP 562): `gpulab run` opens the Vulkan instance on a second
-thread (gpulab.backends.early) through gpulab.vk.instance, which needs neither numpy nor the
+thread (gpulab.running.early) through gpulab.vk.instance, which needs neither numpy nor the
 modules that do, while the first thread imports them.
 """
 

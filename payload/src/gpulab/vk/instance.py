@@ -205,7 +205,7 @@ def shared_instance() -> Instance:
     refuses vkCreateInstance after about 30 instances in one process, even destroyed ones.
     It is destroyed at exit (after the devices made from it), or by an explicit close(), after
     which the next call makes a new one. Thread-safe: `gpulab run` may start making it on a
-    second thread while the first imports the rest (see gpulab.backends.early).
+    second thread while the first imports the rest (see gpulab.running.early).
     """
     global _shared  # noqa: PLW0603 - the one process-wide instance
     with _shared_lock:

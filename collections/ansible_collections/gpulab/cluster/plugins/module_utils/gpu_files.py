@@ -11,7 +11,7 @@
   the first of TEGRA_GPU_FILES present stands for it in gres.conf.
 
 This file, the collection's module_utils, serves vulkan_facts (through vulkan_devices: each
-GPU's files for gres.conf) and is also the payload's gpulab.backends.gpu_files (a link here,
+GPU's files for gres.conf) and is also the payload's gpulab.placement.gpu_files (a link here,
 resolved when the wheel is built: a job's gres.conf files matched to its Vulkan devices). So it
 imports the standard library and, relatively, nvidia_driver (shared the same way) only.
 """

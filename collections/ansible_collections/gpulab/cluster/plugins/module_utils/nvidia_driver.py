@@ -4,7 +4,7 @@
 
 The one reader of that file in gpulab: this file, the collection's module_utils, serves
 vulkan_facts and gpu_files (which matches a /dev/nvidiaN to its Vulkan device, for gres.conf
-and in a job) and is also the payload's gpulab.backends.nvidia_driver (a link here, resolved
+and in a job) and is also the payload's gpulab.placement.nvidia_driver (a link here, resolved
 when the wheel is built), beside the payload's gpu_files (a link too). So it uses the standard
 library only. The GPU UUID there is the Vulkan deviceUUID of the same GPU.
 """

@@ -9,8 +9,8 @@ CUDA_VISIBLE_DEVICES and GPU_DEVICE_ORDINAL are not used: under ConstrainDevices
 SLURM_SHARDS_ON_NODE, and Slurm may or may not name the GPU's id in the variables above.
 
 This file, the collection's module_utils, serves the validation filter (the GRES a recorded
-job was given) and is also the payload's gpulab.backends.slurm_gpu_env (a link here, resolved
-when the wheel is built), which gpulab.backends.slurm_gpus reads a job's allocation with. So it
+job was given) and is also the payload's gpulab.placement.slurm_gpu_env (a link here, resolved
+when the wheel is built), which gpulab.placement.slurm_gpus reads a job's allocation with. So it
 uses the standard library only.
 """
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import TextIO
 
 from gpulab._shown import PATH_LIMIT, shown
-from gpulab.backends.file_system import kernel_file_system
 from gpulab.graph import Graph, MemoryLimit, nbytes
 from gpulab.graph.model import NpyFile
+from gpulab.results.file_system import kernel_file_system
 
 STDOUT = "-"
 STDOUT_ALIASES = (STDOUT, "/dev/stdout")

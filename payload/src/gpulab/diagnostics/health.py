@@ -15,8 +15,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from gpulab.backends.device_choice import choose_device
 from gpulab.kernels import DeviceSession
+from gpulab.placement.device_choice import choose_device
 from gpulab.vk import DeviceInfo, NoVulkanDevice, VulkanError, shared_instance
 
 Status = Literal["ok", "unavailable", "failed"]

@@ -18,11 +18,7 @@ from gpulab.backends.base import (
     Segment,
     SegmentRun,
 )
-from gpulab.backends.device_choice import DeviceChoice, choose_device
-from gpulab.backends.inputs import plan_inputs
-from gpulab.backends.result import NodeRecord, Result
 from gpulab.backends.select import auto_fallback, open_executor, resolve
-from gpulab.backends.slurm_gpus import read_allocation
 from gpulab.graph import (
     Graph,
     MemoryLimit,
@@ -32,6 +28,10 @@ from gpulab.graph import (
     schedule,
 )
 from gpulab.ops import NumericalError
+from gpulab.placement.device_choice import DeviceChoice, choose_device
+from gpulab.placement.slurm_gpus import read_allocation
+from gpulab.results.result import NodeRecord, Result
+from gpulab.running.inputs import plan_inputs
 
 if TYPE_CHECKING:
     from gpulab.kernels import Pattern

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpulab.backends.gpu_files import FileMatch, HostFiles, match_file
-from gpulab.backends.slurm_gpus import SlurmGpus, read_allocation
+from gpulab.placement.gpu_files import FileMatch, HostFiles, match_file
+from gpulab.placement.slurm_gpus import SlurmGpus, read_allocation
 from gpulab.vk import DeviceInfo, VulkanError, shared_instance
 
 

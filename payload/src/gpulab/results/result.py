@@ -15,8 +15,8 @@ import numpy as np
 
 from gpulab._version import __version__
 from gpulab.backends.base import RUN_PHASES, FloatArray
-from gpulab.backends.result_file import DATA_LIMIT
 from gpulab.ops.solver import SolverReport
+from gpulab.results.result_file import DATA_LIMIT
 
 RESULT_VERSION = 1
 TIMING_PHASES = ("load_ms", *RUN_PHASES, "write_ms")
@@ -138,7 +138,7 @@ class Result:
     fallback: dict[str, str] | None = None
     inputs: dict[str, dict[str, str]] = field(default_factory=dict)
     """Where each input was made: source, made_on (device or host), and the reason when
-    one the device could have made was made on the host (backends/inputs.py)."""
+    one the device could have made was made on the host (running/inputs.py)."""
     host: str = field(default_factory=socket.gethostname)
     slurm: dict[str, Any] | None = field(default_factory=slurm_info)
     phases: dict[str, float] = field(default_factory=dict)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gpulab.backends.slurm_gpu_env import (
+from gpulab.placement.slurm_gpu_env import (
     SHARDS_VARIABLE,
     id_variable,
     parse_ids,
