@@ -11,7 +11,7 @@ Running: upload the reads, one submission, wait, read back the exports. The reco
 replayed as is while its pool has evicted nothing (an eviction destroys a buffer it uses);
 otherwise it is recorded again.
 
-Inputs the runner hands over as sources (see backends/inputs.py) are made here instead of
+Inputs the runner hands over as sources (see running/inputs.py) are made here instead of
 uploaded from the host: random, fill and linspace inputs by dispatches at the start of the
 recording (so every run makes them again, on the device), .npy files streamed: host threads
 read their float32 data from the page cache into the staging ring while the device copies the
