@@ -238,16 +238,7 @@ def shader(steps: Sequence[Step], subgroups: bool) -> Shader:
             "    uint gid = gl_GlobalInvocationID.x;",
             "    uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;",
             "    uint first_scalar = 0;",
-            "    if (vec4_ok != 0) {",
-            "        uint n4 = n / 4;",
-            "        for (uint i = gid; i < n4; i += stride) {",
-            *(f"            {line}" for line in vec4_lines),
-            "        }",
-            "        first_scalar = 4 * n4;",
-            "    }",
-            "    for (uint i = first_scalar + gid; i < n; i += stride) {",
-            *(f"        {line}" for line in float_lines),
-            "    }",
+            *_stride_loops(vec4_lines, float_lines),
             "}",
         ]
     reads = (*operands.array_values, *operands.scalar_values)
@@ -303,6 +294,23 @@ def _group_reductions(combines: Sequence[Combine]) -> list[str]:
     return lines
 
 
+def _stride_loops(vec4_lines: Sequence[str], float_lines: Sequence[str]) -> list[str]:
+    """main()'s grid-stride loops (as shaders/elementwise.comp's): `vec4_lines` over whole
+    vec4s when the host says the bindings allow it, then `float_lines` over the rest."""
+    return [
+        "    if (vec4_ok != 0) {",
+        "        uint n4 = n / 4;",
+        "        for (uint i = gid; i < n4; i += stride) {",
+        *(f"            {line}" for line in vec4_lines),
+        "        }",
+        "        first_scalar = 4 * n4;",
+        "    }",
+        "    for (uint i = first_scalar + gid; i < n; i += stride) {",
+        *(f"        {line}" for line in float_lines),
+        "    }",
+    ]
+
+
 def _many_main(
     reductions: Sequence[int],
     combines: Sequence[Combine | None],
@@ -330,18 +338,7 @@ def _many_main(
         if extreme[k]:
             step_vec4.append(f"m{k} = max(m{k}, magnitude_bits(v{index}));")
             step_float.append(f"m{k}.x = max(m{k}.x, magnitude_bits(v{index}));")
-    lines += [
-        "    if (vec4_ok != 0) {",
-        "        uint n4 = n / 4;",
-        "        for (uint i = gid; i < n4; i += stride) {",
-        *(f"            {line}" for line in (*vec4_lines, *step_vec4)),
-        "        }",
-        "        first_scalar = 4 * n4;",
-        "    }",
-        "    for (uint i = first_scalar + gid; i < n; i += stride) {",
-        *(f"        {line}" for line in (*float_lines, *step_float)),
-        "    }",
-    ]
+    lines += _stride_loops([*vec4_lines, *step_vec4], [*float_lines, *step_float])
     for k, code in enumerate(codes):
         lines.append(f"    float r{k} = {_FOLD[code].format(a=f'a{k}')};")
         if extreme[k]:
