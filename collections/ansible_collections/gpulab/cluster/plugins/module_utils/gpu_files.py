@@ -227,12 +227,7 @@ def _nvidia(file: str, minor: int, gpus: Sequence[Gpu], host: DriverFiles) -> Fi
     if by_uuid:
         return _one(file, by_uuid, f"GPU UUID {uuid}", "")
     address = fields.get("Bus Location", "").lower()
-    return _one(
-        file,
-        [gpu for gpu in gpus if address and gpu.pci_bus == address],
-        f"PCI address {address}",
-        f"no Vulkan device has GPU UUID {uuid or '?'} or PCI address {address or '?'}",
-    )
+    return _by_pci_address(file, gpus, address, f"GPU UUID {uuid or '?'}")
 
 
 def _render(file: str, gpus: Sequence[Gpu], host: DriverFiles) -> FileMatch:
@@ -241,11 +236,18 @@ def _render(file: str, gpus: Sequence[Gpu], host: DriverFiles) -> FileMatch:
     if number is not None and by_number:
         return _one(file, by_number, f"DRM render node {_pair(number)}", "")
     address = host.render_pci_address(os.path.basename(file))
+    return _by_pci_address(file, gpus, address, f"render node {_pair(number)}")
+
+
+def _by_pci_address(
+    file: str, gpus: Sequence[Gpu], address: str | None, first_tried: str
+) -> FileMatch:
+    """The fallback of both matches: the GPU at `address`, or why none (after `first_tried`)."""
     return _one(
         file,
         [gpu for gpu in gpus if address and gpu.pci_bus == address],
         f"PCI address {address}",
-        f"no Vulkan device has render node {_pair(number)} or PCI address {address or '?'}",
+        f"no Vulkan device has {first_tried} or PCI address {address or '?'}",
     )
 
 
