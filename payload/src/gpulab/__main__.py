@@ -1,7 +1,5 @@
 """`python -m gpulab`: the same as the `gpulab` command."""
 
-import sys
+from gpulab.cli.main import entry
 
-from gpulab.cli.main import main
-
-sys.exit(main())
+entry()

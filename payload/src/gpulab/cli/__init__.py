@@ -1,1 +1,1 @@
-"""The `gpulab` command-line tool (entry point: gpulab.cli.main:main)."""
+"""The `gpulab` command-line tool (entry point: gpulab.cli.main:entry)."""
