@@ -85,7 +85,7 @@ t = (s / norm).sum(dtype=np.float32)
 print(json.dumps({{"norm": float(norm), "total": float(t)}}))
 """
 
-RANDOM_INPUTS = {
+RANDOM_INPUTS: dict[str, dict[str, Any]] = {
     "x": {"seed": 1, "low": -1.0, "high": 1.0},
     "y": {"seed": 2},
 }
@@ -231,16 +231,12 @@ def copy_engine(nbytes: int, repeat: int = 3) -> dict[str, float]:
     memory ("h2d") and from pinned HOST_CACHED memory ("h2d_cached", the memory of the ring
     .npy inputs stream through), GPU-timed (gpulab.diagnostics.memory_bench)."""
     from gpulab.diagnostics.memory_bench import copy_engine_gbps  # noqa: PLC0415
-    from gpulab.memory import MemoryManager  # noqa: PLC0415
-    from gpulab.vk import Device, shared_instance  # noqa: PLC0415
+    from gpulab.kernels.session import DeviceSession  # noqa: PLC0415
 
-    with (
-        Device(shared_instance().physical_devices()[0]) as device,
-        MemoryManager(device) as manager,
-    ):
-        target = manager.allocate(nbytes, "device", label="copy engine target")
+    with DeviceSession(0) as session:
+        target = session.manager.allocate(nbytes, "device", label="copy engine target")
         try:
-            return copy_engine_gbps(device, manager, target, nbytes, repeat)
+            return copy_engine_gbps(session, target, nbytes, repeat)
         finally:
             target.free()
 

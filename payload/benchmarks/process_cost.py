@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from end_to_end import four_nodes  # noqa: E402
+from end_to_end import four_nodes
 
 WRAPPER = """
 import os, sys, time
@@ -70,7 +70,9 @@ def plain(argv: list[str]) -> float:
     return (time.time() - spawn) * 1000.0
 
 
-def measure(python: str, n: int, backend: str, exit_mode: str, repeats: int, folder: Path):
+def measure(
+    python: str, n: int, backend: str, *, exit_mode: str, repeats: int, folder: Path
+) -> dict[str, Any]:
     graph = folder / f"graph-{n}.json"
     graph.write_text(json.dumps(four_nodes(n)))
     result = folder / f"result-{n}-{backend}.json"
@@ -114,7 +116,14 @@ def main() -> None:
         for k in args.log2n:
             for backend in args.backends:
                 for exit_mode in ("normal", "os_exit"):
-                    row = measure(args.python, 1 << k, backend, exit_mode, args.repeats, Path(name))
+                    row = measure(
+                        args.python,
+                        1 << k,
+                        backend,
+                        exit_mode=exit_mode,
+                        repeats=args.repeats,
+                        folder=Path(name),
+                    )
                     row |= {"n": 1 << k, "backend": backend, "exit": exit_mode}
                     report["rows"].append(row)
                     print(

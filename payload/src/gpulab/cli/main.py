@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -105,8 +106,6 @@ def entry() -> NoReturn:
     objects nothing uses any more) costs 50-100 ms per command and changes nothing outside."""
     code = main()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a reader that left, a closed stream
             stream.flush()
-        except (OSError, ValueError):  # a reader that left, or a stream already closed
-            pass
     os._exit(code)
