@@ -68,5 +68,8 @@ target="$(uname -m)-cp${python_version/./}"
 ANSIBLE_CONFIG=$PWD/ansible.cfg .venv/bin/ansible-playbook -i localhost, -c local \
   -e "{\"_payload_targets\": [\"$target\"]}" scripts/gpu-host/wheelhouse.yml >"$bundle/wheelhouse.log" ||
   { cat "$bundle/wheelhouse.log"; exit 1; }
-say "payload wheelhouse for $target: $(ls -d build/payload/*/"$target" | tail -n 1) ($(du -sh build/payload | cut -f1))"
-say "carry build/gpu-host and build/payload to the GPU host, then run scripts/gpu-host/slurm.sh there as root"
+# The release the role names for this tree (what the host's converge will look for).
+release=$(.venv/bin/python roles/payload/files/payload_release.py source payload |
+  .venv/bin/python -c 'import json, sys; print(json.load(sys.stdin)["release"])')
+say "payload wheelhouse for $target: build/payload/$release/$target ($(du -sh "build/payload/$release/$target" | cut -f1))"
+say "carry build/gpu-host and build/payload/$release to the GPU host, then run scripts/gpu-host/slurm.sh there as root"

@@ -8,7 +8,6 @@ from gpulab.backends.base import OperationExecutor
 from gpulab.backends.eager import NativeExecutor, cpu_executor
 from gpulab.backends.errors import BackendUnavailable
 from gpulab.backends.names import BACKEND_NAMES, BACKENDS
-from gpulab.backends.vulkan import VulkanExecutor
 from gpulab.placement.device_choice import DeviceChoice, choose_device, vulkan_infos
 
 
@@ -74,6 +73,9 @@ def open_executor(
     if backend == "native":
         return NativeExecutor()
     if backend == "vulkan":
+        # Imported here: a cpu or native run does not load the Vulkan binding and the kernels.
+        from gpulab.backends.vulkan import VulkanExecutor  # noqa: PLC0415
+
         if choice is not None:
             chosen = choice()
             return VulkanExecutor(chosen.index, memory_budget, fuse, chosen_by=chosen.chosen_by)
