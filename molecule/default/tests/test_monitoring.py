@@ -6,7 +6,6 @@ node. Skipped when monitoring is off.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from typing import Any
@@ -15,28 +14,14 @@ import pytest
 from conftest import Cluster, cluster_under_test
 from testinfra.host import Host
 
+from lab.prometheus_probe import PROMETHEUS_PORT, cluster_address, listeners, prometheus_api
+
 pytestmark = pytest.mark.skipif(
     not cluster_under_test().var("monitoring_enabled", False),
     reason="monitoring_enabled is not true in this inventory",
 )
 NODE_EXPORTER_PORT = 9100
-PROMETHEUS_PORT = 9090
 WILDCARDS = {"0.0.0.0", "*", "[::]", "::"}
-
-
-def cluster_address(node: Host) -> str:
-    """The address of the interface that holds the default route (the role's default)."""
-    route = node.check_output("ip -4 -o route get 192.0.2.1")
-    found = re.search(r"\bsrc (\S+)", route)
-    assert found, route
-    return found.group(1)
-
-
-def listeners(node: Host, port: int) -> set[str]:
-    """The addresses something listens on for TCP `port`."""
-    lines = node.check_output("ss -Htln").splitlines()
-    local = [line.split()[3] for line in lines if len(line.split()) > 3]
-    return {address.rsplit(":", 1)[0] for address in local if address.endswith(f":{port}")}
 
 
 def test_node_exporter_runs_on_the_cluster_address_only(cluster: Cluster, hostname: str) -> None:
@@ -85,15 +70,6 @@ def test_the_metrics_run_sandboxed_and_still_measure_the_gpu(cluster: Cluster, w
     assert re.search(r'^gpulab_gpu_health_ok\{device="0"\} 1$', metrics.content_string, re.M)
 
 
-def prometheus_query(controller: Host, query: str) -> list[dict[str, Any]]:
-    """The result of an instant query to the controller's Prometheus, from the controller."""
-    url = f"http://{cluster_address(controller)}:{PROMETHEUS_PORT}/api/v1/query?query={query}"
-    script = f"import urllib.request; print(urllib.request.urlopen({url!r}).read().decode())"
-    answer = json.loads(controller.check_output(f"python3 -c {shlex.quote(script)}"))
-    result: list[dict[str, Any]] = answer["data"]["result"]
-    return result
-
-
 def test_prometheus_scrapes_every_node(cluster: Cluster, controller: Host, eventually: Any) -> None:
     """Prometheus' active targets of job node are the inventory's hosts, each scraped healthy.
     The targets come from the role's file_sd file, which Prometheus applies within seconds of
@@ -103,12 +79,10 @@ def test_prometheus_scrapes_every_node(cluster: Cluster, controller: Host, event
     dropped by a restart (no staleness marker then, unlike a file_sd removal)."""
 
     def node_targets() -> dict[str, str]:
-        url = f"http://{cluster_address(controller)}:{PROMETHEUS_PORT}/api/v1/targets?state=active"
-        script = f"import urllib.request; print(urllib.request.urlopen({url!r}).read().decode())"
-        answer = json.loads(controller.check_output(f"python3 -c {shlex.quote(script)}"))
+        answer = prometheus_api(controller, "/api/v1/targets", state="active")
         return {
             t["labels"]["instance"]: t["health"]
-            for t in answer["data"]["activeTargets"]
+            for t in answer["activeTargets"]
             if t["labels"]["job"] == "node"
         }
 

@@ -16,10 +16,15 @@ from typing import Any
 from testinfra.host import Host
 
 from lab.cluster_under_test import Cluster, wait_for
+from lab.prometheus_probe import (
+    cluster_address,
+    listeners,
+    prometheus_api,
+    prometheus_query,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 DASHBOARD = REPO / "roles/monitoring/files/gpulab-dashboard.json"
-PROMETHEUS_PORT = 9090
 ALERTMANAGER_PORT = 9093
 GOSSIP_PORT = 9094
 # The webhook receiver of group_vars/monitoring_lab.yml: a tiny HTTP server on the controller's
@@ -50,45 +55,9 @@ ALERT = "GpulabGpuHealthCheckFailing"
 ABSENT_ON_LAVAPIPE = {"gpulab_gpu_memory_used_bytes"}
 
 
-def cluster_address(node: Host) -> str:
-    route = node.check_output("ip -4 -o route get 192.0.2.1")
-    found = re.search(r"\bsrc (\S+)", route)
-    assert found, route
-    return found.group(1)
-
-
-def listeners(node: Host, port: int) -> set[str]:
-    lines = node.check_output("ss -Htln").splitlines()
-    local = [line.split()[3] for line in lines if len(line.split()) > 3]
-    return {address.rsplit(":", 1)[0] for address in local if address.endswith(f":{port}")}
-
-
-def api(controller: Host, path: str, **params: str) -> Any:
-    """Prometheus' HTTP API on the controller's cluster address, asked from the controller."""
-    url = f"http://{cluster_address(controller)}:{PROMETHEUS_PORT}{path}"
-    script = (
-        "import json, sys, urllib.parse, urllib.request; "
-        "params = json.loads(sys.argv[2]); "
-        "url = sys.argv[1] + ('?' + urllib.parse.urlencode(params) if params else ''); "
-        "print(urllib.request.urlopen(url, timeout=10).read().decode())"
-    )
-    out = controller.check_output(
-        f"python3 -c {shlex.quote(script)} {shlex.quote(url)} {shlex.quote(json.dumps(params))}"
-    )
-    answer = json.loads(out)
-    assert answer["status"] == "success", answer
-    return answer["data"]
-
-
-def query(controller: Host, expr: str) -> list[dict[str, Any]]:
-    """An instant query's series."""
-    result: list[dict[str, Any]] = api(controller, "/api/v1/query", query=expr)["result"]
-    return result
-
-
 def test_the_rules_are_loaded_and_healthy(cluster: Cluster) -> None:
     controller = cluster.node(cluster.controller)
-    groups = api(controller, "/api/v1/rules")["groups"]
+    groups = prometheus_api(controller, "/api/v1/rules")["groups"]
     names = {g["name"] for g in groups}
     assert {"gpulab-gpu", "gpulab-slurm", "gpulab-nodes"} <= names, names
     unhealthy = [
@@ -96,7 +65,7 @@ def test_the_rules_are_loaded_and_healthy(cluster: Cluster) -> None:
     ]
     assert not unhealthy, unhealthy
     # Prometheus sends its alerts to the Alertmanager beside it.
-    active = api(controller, "/api/v1/alertmanagers")["activeAlertmanagers"]
+    active = prometheus_api(controller, "/api/v1/alertmanagers")["activeAlertmanagers"]
     assert [a["url"] for a in active] == [
         f"http://{cluster_address(controller)}:{ALERTMANAGER_PORT}/api/v2/alerts"
     ], active
@@ -114,7 +83,7 @@ def test_the_service_rule_sees_the_units(cluster: Cluster) -> None:
     """node_exporter's systemd collector reports munge on every node, slurmctld on the
     controller and slurmd on the worker, each active: what ClusterServiceNotRunning reads."""
     controller = cluster.node(cluster.controller)
-    result = query(controller, 'node_systemd_unit_state{state="active"}')
+    result = prometheus_query(controller, 'node_systemd_unit_state{state="active"}')
     seen = {(r["metric"]["instance"], r["metric"]["name"]): r["value"][1] for r in result}
     wanted = {(h, "munge.service") for h in cluster.hosts}
     wanted |= {(cluster.controller, "slurmctld.service")}
@@ -143,7 +112,7 @@ def test_every_dashboard_query_returns_series(cluster: Cluster) -> None:
     assert len(queries) >= 10, queries
 
     def answers() -> dict[str, int]:
-        return {expr: len(query(controller, expr)) for _, expr in queries}
+        return {expr: len(prometheus_query(controller, expr)) for _, expr in queries}
 
     def settled() -> dict[str, int] | None:
         found = answers()
