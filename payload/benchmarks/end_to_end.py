@@ -2,7 +2,7 @@
 backend, against the same computation as a numpy script and a torch script (issue 16).
 
     PYTHONPATH=payload/src python3 payload/benchmarks/end_to_end.py \
-        [--log2n 26 28] [--repeats 5] [--json OUT.json] [--python PYTHON] [--npy]
+        [--log2n 26 28] [--repeats 5] [--json OUT.json] [--python PYTHON] [--npy] [--worker]
 
 The graph: s = saxpy(2, x, y) -> l2_norm(s) -> normalize(s) -> sum, on two random inputs of
 2^N float32 values (x uniform in [-1, 1) seed 1, y uniform in [0, 1) seed 2); the outputs are
@@ -31,6 +31,7 @@ at the copy engine's rate, their reads from the file hidden behind the copies).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -40,11 +41,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 BACKENDS = ("cpu", "native", "vulkan")
 NO_FUSE = "gpulab vulkan --no-fuse"
+WORKER = "--worker"
 SCALE = 2.0
 
 NUMPY_SCRIPT = f"""
@@ -130,25 +133,40 @@ def write_npy_inputs(n: int, workdir: Path) -> dict[str, str]:
     return files
 
 
+def result_name(label: str, n: int) -> str:
+    """The result file of a gpulab contender: result-N-vulkan-no-fuse.json and the like."""
+    return f"result-{n}-{'-'.join(word.lstrip('-') for word in label.split()[1:])}.json"
+
+
 def commands(
-    n: int, workdir: Path, python: str, with_torch: bool, npy: bool = False
+    n: int,
+    workdir: Path,
+    python: str,
+    with_torch: bool,
+    *,
+    npy: bool = False,
+    worker: Path | None = None,
 ) -> dict[str, list[str]]:
     """Each contender's argv for 2^N values: gpulab run per backend, the numpy/torch scripts
-    (with `npy`, on .npy inputs: no torch script, the numpy script reads the files)."""
+    (with `npy`, on .npy inputs: no torch script, the numpy script reads the files); with
+    `worker`, also cpu and vulkan runs handed to the gpulab worker serving that socket."""
     graph = workdir / f"graph-{n}.json"
     files = write_npy_inputs(n, workdir) if npy else None
     graph.write_text(json.dumps(four_nodes(n, files)))
-    argv = {
-        f"gpulab {backend}": [
-            *(python, "-m", "gpulab", "run", str(graph), "--backend", backend),
-            *("-o", str(workdir / f"result-{n}-{backend}.json")),
-        ]
-        for backend in BACKENDS
+    options: dict[str, tuple[str, ...]] = {
+        f"gpulab {backend}": ("--backend", backend) for backend in BACKENDS
     }
-    argv[NO_FUSE] = [
-        *(python, "-m", "gpulab", "run", str(graph), "--backend", "vulkan", "--no-fuse"),
-        *("-o", str(workdir / f"result-{n}-vulkan-no-fuse.json")),
-    ]
+    options[NO_FUSE] = ("--backend", "vulkan", "--no-fuse")
+    if worker is not None:
+        for backend in ("cpu", "vulkan"):
+            options[f"gpulab {backend} {WORKER}"] = ("--backend", backend, WORKER, str(worker))
+    argv = {
+        label: [
+            *(python, "-m", "gpulab", "run", str(graph), *flags),
+            *("-o", str(workdir / result_name(label, n))),
+        ]
+        for label, flags in options.items()
+    }
     if files is not None:
         paths = [str(workdir / files[name]) for name in RANDOM_INPUTS]
         argv["numpy script"] = [python, "-c", NUMPY_NPY_SCRIPT, *paths]
@@ -173,8 +191,7 @@ def scalars(label: str, stdout: str, workdir: Path, n: int) -> dict[str, Any]:
     """The two scalars a contender computed (gpulab's from its result file), with its timing."""
     if not label.startswith("gpulab "):
         return dict(json.loads(stdout))
-    backend = "vulkan-no-fuse" if label == NO_FUSE else label.split()[1]
-    result = json.loads((workdir / f"result-{n}-{backend}.json").read_text())
+    result = json.loads((workdir / result_name(label, n)).read_text())
     values = {name: result["outputs"][name]["value"] for name in ("norm", "total")}
     timing = dict(result["timing"])
     if "memory" in result:  # the Vulkan run: its staging ring, allocated (pinned) in upload_ms
@@ -187,10 +204,33 @@ def scalars(label: str, stdout: str, workdir: Path, n: int) -> dict[str, Any]:
     return values | about
 
 
+@contextlib.contextmanager
+def worker_serving(python: str, workdir: Path) -> Iterator[Path]:
+    """A `gpulab worker` of `python` on a socket in `workdir`, stopped after the block."""
+    path = workdir / "worker.sock"
+    worker = subprocess.Popen([python, "-m", "gpulab", "worker", "--socket", str(path)])
+    try:
+        while not path.is_socket():
+            if worker.poll() is not None:
+                raise SystemExit(f"the gpulab worker exited {worker.returncode}")
+            time.sleep(0.05)
+        yield path
+    finally:
+        worker.terminate()
+        worker.wait()
+
+
 def measure(
-    n: int, repeats: int, workdir: Path, python: str, with_torch: bool, *, npy: bool = False
+    n: int,
+    repeats: int,
+    workdir: Path,
+    python: str,
+    with_torch: bool,
+    *,
+    npy: bool = False,
+    worker: Path | None = None,
 ) -> dict[str, Any]:
-    argv = commands(n, workdir, python, with_torch, npy)
+    argv = commands(n, workdir, python, with_torch, npy=npy, worker=worker)
     for command in argv.values():
         run_once(command)  # warm-up: page cache, shader and pipeline caches
     walls: dict[str, list[float]] = {label: [] for label in argv}
@@ -209,6 +249,7 @@ def measure(
         "runs_s": walls,
         "median_s": median,
         "vulkan_speedup": speedups(median),
+        "worker_speedup": worker_speedups(median),
         "min_s": {label: min(w) for label, w in walls.items()},
         "timing_median_ms": {
             label: {key: statistics.median(t[key] for t in runs) for key in runs[0]}
@@ -221,9 +262,25 @@ def measure(
 
 def speedups(median: dict[str, float]) -> dict[str, float]:
     """How many times faster the vulkan run is than each other contender (issue 16's targets:
-    cpu 3x at 2^26 and 5x at 2^28, numpy script 1.5x and 3x, torch script more than 1x)."""
+    cpu 3x at 2^26 and 5x at 2^28, numpy script 1.5x and 3x, torch script more than 1x); the
+    worker's runs are compared among themselves (worker_speedups)."""
     vulkan = median["gpulab vulkan"]
-    return {label: s / vulkan for label, s in median.items() if label != "gpulab vulkan"}
+    return {
+        label: s / vulkan
+        for label, s in median.items()
+        if label != "gpulab vulkan" and not label.endswith(WORKER)
+    }
+
+
+def worker_speedups(median: dict[str, float]) -> dict[str, float]:
+    """vulkan on the worker against cpu on the worker and against a cpu run of its own."""
+    served = median.get(f"gpulab vulkan {WORKER}")
+    if served is None:
+        return {}
+    return {
+        f"gpulab cpu {WORKER}": median[f"gpulab cpu {WORKER}"] / served,
+        "gpulab cpu": median["gpulab cpu"] / served,
+    }
 
 
 def copy_engine(nbytes: int, repeat: int = 3) -> dict[str, float]:
@@ -301,6 +358,12 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, metavar="OUT.json", help="write every run here")
     parser.add_argument(
+        "--worker",
+        action="store_true",
+        help="also run cpu and vulkan through one `gpulab worker` (started first, warm after "
+        "the warm-up runs)",
+    )
+    parser.add_argument(
         "--python",
         default=sys.executable,
         help="interpreter of the gpulab runs and the numpy script (default: this one)",
@@ -309,12 +372,25 @@ def main() -> None:
     with_torch = (
         not args.no_torch and not args.npy and importlib.util.find_spec("torch") is not None
     )
-    with tempfile.TemporaryDirectory(prefix="gpulab-e2e-") as folder:
+    with contextlib.ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpulab-e2e-")))
+        worker = stack.enter_context(worker_serving(args.python, folder)) if args.worker else None
         rows = [
-            measure(1 << k, args.repeats, Path(folder), args.python, with_torch, npy=args.npy)
+            measure(
+                1 << k,
+                args.repeats,
+                folder,
+                args.python,
+                with_torch,
+                npy=args.npy,
+                worker=worker,
+            )
             for k in args.log2n
         ]
     print(table(rows))
+    for row in rows:
+        for label, ratio in row["worker_speedup"].items():
+            print(f"{log2(row['n'])}: {label} / gpulab vulkan {WORKER}: {ratio:.2f}")
     if args.npy:
         for row in rows:
             row["input_bytes"] = 4 * row["n"] * len(RANDOM_INPUTS)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import textwrap
 
 from gpulab.cli.errors import EXIT_MEANINGS
-from gpulab.cli.run import BUDGET_ENV
+from gpulab.cli.run import BUDGET_ENV, WORKER_ENV
 from gpulab.cli.submit import SHARED_DIR_ENV
 from gpulab.submit import DEFAULT_SHARED_DIR
 
 ENVIRONMENT = (
     (BUDGET_ENV, "run: cap every Vulkan heap (64M, 2GiB, ...) when --memory-budget is not given"),
+    (WORKER_ENV, "run: the socket of the `gpulab worker` to run on when --worker is not given"),
     (SHARED_DIR_ENV, f"submit: the default of --shared-dir ({DEFAULT_SHARED_DIR})"),
     (
         "GPULAB_VK_VALIDATION",

@@ -23,6 +23,7 @@ from gpulab.cli import (
     selftest,
     submit,
     validate,
+    worker,
 )
 from gpulab.cli.arguments import Parser
 from gpulab.cli.epilog import epilog
@@ -49,6 +50,7 @@ COMMANDS = (
     health,
     submit,
     metrics,
+    worker,
     completion,
 )
 """Each registers its parser and handler; a handler imports what its command needs (Vulkan,
@@ -72,7 +74,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; errors become one line on stderr and the contract's exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # what a command hands on as given (run --worker)
+    return run_command(args)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """The parsed command's handler; its errors become one line on stderr and the contract's
+    exit code."""
     try:
         with sigterm_unwinds(), collector_handed_back():
             code: int = args.handler(args)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulab._shown import PATH_LIMIT, shown
 from gpulab.backends.names import BACKEND_NAMES
@@ -18,7 +20,14 @@ from gpulab.cli.graph_errors import guarded
 from gpulab.cli.graph_file import load_for_command
 from gpulab.cli.output import say, warn
 
+if TYPE_CHECKING:
+    from gpulab.running import Runner
+    from gpulab.running.kept import KeptRunners
+
 BUDGET_ENV = "GPULAB_MEMORY_BUDGET"
+WORKER_ENV = "GPULAB_WORKER"
+_kept: KeptRunners | None = None
+"""Set while a `gpulab worker` serves runs: their Runners are kept open between graphs."""
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -88,7 +97,42 @@ def add_parser(commands: Any) -> None:
         help="print where the time went (load, inputs, upload, record, gpu, readback, write) "
         "as a table on stderr",
     )
+    parser.add_argument(
+        "--worker",
+        metavar="SOCKET",
+        default=os.environ.get(WORKER_ENV) or None,
+        help="run on the `gpulab worker` serving SOCKET, whose device stays open between graphs "
+        f"(default ${WORKER_ENV}; paths are taken from this directory, the environment is the "
+        "worker's)",
+    )
     parser.set_defaults(handler=main)
+
+
+@contextlib.contextmanager
+def runs_kept_open(kept: KeptRunners) -> Iterator[None]:
+    """Within the block, `run` takes its Runner from `kept` and leaves it open (gpulab
+    worker)."""
+    global _kept  # noqa: PLW0603 - one worker per process, set around its serving loop
+    previous, _kept = _kept, kept
+    try:
+        yield
+    finally:
+        _kept = previous
+
+
+@contextlib.contextmanager
+def _runner(args: argparse.Namespace, budget: int | None) -> Iterator[Runner]:
+    """This run's Runner: a new one, closed after the graph, or a worker's kept one."""
+    from gpulab.running import Runner  # noqa: PLC0415
+
+    if _kept is None:
+        with Runner(args.backend, args.device, budget, fuse=args.fuse) as runner:
+            yield runner
+        return
+    from gpulab.running.kept import RunnerOptions  # noqa: PLC0415
+
+    with _kept.runner(RunnerOptions(args.backend, args.device, budget, args.fuse)) as runner:
+        yield runner
 
 
 def profile_table(timing: dict[str, float], run_phases: tuple[str, ...]) -> str:
@@ -126,10 +170,9 @@ def _run_graph(args: argparse.Namespace) -> int:
     # Imported here: the runner loads numpy and the backends, which --help need not pay for.
     from gpulab.backends.base import RUN_PHASES  # noqa: PLC0415
     from gpulab.results import prepare_output, write_result  # noqa: PLC0415
-    from gpulab.running import Runner  # noqa: PLC0415
 
     budget = _budget(args)
-    with Runner(args.backend, args.device, budget, fuse=args.fuse) as runner:
+    with _runner(args, budget) as runner:
         started = time.perf_counter()
         graph = load_for_command(args.graph, limit=runner.memory_limit())
         load_ms = (time.perf_counter() - started) * 1e3
@@ -166,5 +209,10 @@ def _run_graph(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the graph; errors become one line each and the contract's exit code."""
+    """Run the graph (here, or on the worker of --worker); errors become one line each and
+    the contract's exit code."""
+    if args.worker is not None and _kept is None:
+        from gpulab.cli.worker_client import run_on_worker  # noqa: PLC0415
+
+        return run_on_worker(args.worker, args.argv)
     return guarded(args.graph, lambda: _run(args))
