@@ -56,6 +56,14 @@ def test_light_commands_load_no_device_code(argv: tuple[str, ...]) -> None:
     assert heavy(modules) == []
 
 
+def test_run_loads_neither_slurm_nor_ssh_nor_openssl() -> None:
+    # What only `gpulab submit` needs; `run` pays for its imports at every start.
+    code, modules = loaded_by("run", "--help")
+    assert code == 0
+    assert [m for m in modules if m.startswith("gpulab.submit.")] == ["gpulab.submit.defaults"]
+    assert "_hashlib" not in modules
+
+
 def test_validate_of_a_file_input_loads_numpy_and_still_no_device_code(tmp_path: Path) -> None:
     numpy = pytest.importorskip("numpy")
     numpy.save(tmp_path / "x.npy", numpy.ones(4, dtype=numpy.float32))

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import gpulab.submit as submit_package
 import pytest
 from gpulab.cli import submit as submit_cli
 from gpulab.cli.main import main
@@ -105,7 +106,7 @@ def test_a_failed_job_exits_4_with_its_stderr(
 def test_a_job_slurm_forgot_exits_4_naming_its_files(
     use: list[FakeTransport], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(submit_cli, "wait_for_result", _fast(submit_cli.wait_for_result))
+    monkeypatch.setattr(submit_package, "wait_for_result", _fast(submit_package.wait_for_result))
     transport = _cluster("unused")
     gone = ok(stderr="slurm_load_jobs error: Invalid job id specified", code=1)
     transport.answers.update({"squeue": [gone], "scontrol": [gone], "sacct": [ok("")]})
@@ -123,7 +124,7 @@ def test_a_job_slurm_forgot_exits_4_naming_its_files(
 def test_a_job_slurm_forgot_still_gives_the_result_it_wrote(
     use: list[FakeTransport], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(submit_cli, "wait_for_result", _fast(submit_cli.wait_for_result))
+    monkeypatch.setattr(submit_package, "wait_for_result", _fast(submit_package.wait_for_result))
     transport = _cluster("unused", {"version": 1})
     gone = ok(stderr="slurm_load_jobs error: Invalid job id specified", code=1)
     transport.answers.update({"squeue": [gone], "scontrol": [gone], "sacct": [ok("")]})
@@ -135,7 +136,7 @@ def test_a_job_slurm_forgot_still_gives_the_result_it_wrote(
 def test_squeue_output_that_stays_garbled_exits_3(
     use: list[FakeTransport], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(submit_cli, "wait_for_result", _fast(submit_cli.wait_for_result))
+    monkeypatch.setattr(submit_package, "wait_for_result", _fast(submit_package.wait_for_result))
     transport = _cluster("unused")
     transport.answers["squeue"] = [ok("")]
     use.append(transport)
@@ -167,9 +168,9 @@ def _lost_answer(monkeypatch: pytest.MonkeyPatch, squeue: list[Any]) -> FakeTran
     """_cluster whose sbatch times out, squeue answering the look-up as given, no accounting;
     the look-up's pauses take no time."""
     clock = FakeClock()
-    real = submit_cli.submit
+    real = submit_package.submit
     monkeypatch.setattr(
-        submit_cli,
+        submit_package,
         "submit",
         lambda *args: real(*args, clock=clock.clock, sleep=clock.sleep),
     )

@@ -8,7 +8,7 @@ import textwrap
 from gpulab.cli.errors import EXIT_MEANINGS
 from gpulab.cli.run import BUDGET_ENV, WORKER_ENV
 from gpulab.cli.submit import SHARED_DIR_ENV
-from gpulab.submit import DEFAULT_SHARED_DIR
+from gpulab.submit.defaults import DEFAULT_SHARED_DIR
 
 ENVIRONMENT = (
     (BUDGET_ENV, "run: cap every Vulkan heap (64M, 2GiB, ...) when --memory-budget is not given"),

@@ -126,7 +126,11 @@ def _runner(args: argparse.Namespace, budget: int | None) -> Iterator[Runner]:
     from gpulab.running import Runner  # noqa: PLC0415
 
     if _kept is None:
-        with Runner(args.backend, args.device, budget, fuse=args.fuse) as runner:
+        runner = Runner(args.backend, args.device, budget, fuse=args.fuse)
+        if getattr(args, "process_ends", False):
+            yield runner  # released by the process's end (cli.main.entry)
+            return
+        with runner:
             yield runner
         return
     from gpulab.running.kept import RunnerOptions  # noqa: PLC0415
@@ -154,16 +158,16 @@ def profile_table(timing: dict[str, float], run_phases: tuple[str, ...]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from gpulab.running.early import start_vulkan  # noqa: PLC0415
+    from gpulab.running.early import finish_early, start_vulkan  # noqa: PLC0415
 
-    # The driver starts on a second thread while this one imports and loads the graph; joined
-    # before returning, so no exit path leaves the driver half made.
-    early = start_vulkan(args.backend)
+    # The driver starts on a second thread while this one imports and loads the graph, and
+    # the device too unless a worker's kept runner has one open; joined before returning, so
+    # no exit path leaves the driver half made.
+    early = start_vulkan(args.backend, args.device, open_ahead=_kept is None)
     try:
         return _run_graph(args)
     finally:
-        if early is not None:
-            early.join()
+        finish_early(early, release=not getattr(args, "process_ends", False))
 
 
 def _run_graph(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulab._shown import PATH_LIMIT, shown
 from gpulab.cli.arguments import add_backend, add_graph
@@ -22,21 +22,10 @@ from gpulab.cli.errors import (
 from gpulab.cli.graph_errors import guarded
 from gpulab.cli.output import say, write_json
 from gpulab.cli.run import memory_size
-from gpulab.submit import (
-    DEFAULT_SHARED_DIR,
-    JobFailed,
-    JobOptions,
-    LocalTransport,
-    SshTransport,
-    SubmitRejected,
-    Transport,
-    Unreachable,
-    WaitTimedOut,
-    prepare,
-    resolve_target,
-    submit,
-    wait_for_result,
-)
+from gpulab.submit.defaults import DEFAULT_SHARED_DIR
+
+if TYPE_CHECKING:
+    from gpulab.submit import Transport
 
 SHARED_DIR_ENV = "GPULAB_SHARED_DIR"
 _SSH_ONLY = ("port", "identity", "known_hosts", "ssh_config")
@@ -181,6 +170,13 @@ def _flag_problems(args: argparse.Namespace) -> list[str]:
 
 
 def _transport(args: argparse.Namespace) -> Transport:
+    from gpulab.submit import (  # noqa: PLC0415 - Slurm's client and SSH: for submit alone
+        LocalTransport,
+        SshTransport,
+        Unreachable,
+        resolve_target,
+    )
+
     if args.host is None:
         if not LocalTransport.available():
             raise Unreachable("sbatch is not on PATH here: pass --host USER@CONTROLLER")
@@ -194,6 +190,8 @@ def _write(document: dict[str, Any], output: str | None) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
+    from gpulab.submit import JobOptions, prepare, submit, wait_for_result  # noqa: PLC0415
+
     staged = prepare(args.graph)
     options = JobOptions(
         args.backend,
@@ -223,6 +221,8 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _reported(args: argparse.Namespace) -> int:
+    from gpulab.submit import JobFailed, SubmitRejected, Unreachable, WaitTimedOut  # noqa: PLC0415
+
     try:
         return _submit(args)
     except Unreachable as exc:

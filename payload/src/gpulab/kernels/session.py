@@ -15,7 +15,8 @@ from typing import Any
 from gpulab._closeable import Closeable
 from gpulab.kernels.recorder import Kernels
 from gpulab.memory import MemoryManager, Stager
-from gpulab.vk import Device, DeviceInfo, Instance, PhysicalDevice, Submitter, shared_instance
+from gpulab.vk import DeviceInfo, Instance, PhysicalDevice, Submitter, shared_instance
+from gpulab.vk.ahead import open_device
 
 
 class DeviceSession(Closeable):
@@ -39,7 +40,7 @@ class DeviceSession(Closeable):
             physical = device
         else:
             physical = (shared_instance() if instance is None else instance).physical_device(device)
-        self.device = Device(physical)
+        self.device = open_device(physical)
         self._stager: Stager | None = None
         try:
             heaps = self.device.info.memory_heaps

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import secrets
 import shutil
 import stat
 import sys
@@ -250,7 +249,8 @@ def _new_file_mode(replaced: os.stat_result | None) -> int:
 
 
 def _temporary_name(entry: str) -> str:
-    return f".{entry}.{secrets.token_hex(8)}.tmp"
+    # os.urandom, not secrets: the same bytes, without loading OpenSSL at every start-up.
+    return f".{entry}.{os.urandom(8).hex()}.tmp"
 
 
 def _replace(path: Path, target: OutputTarget, write: Callable[[TextIO], None]) -> None:

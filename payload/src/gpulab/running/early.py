@@ -3,9 +3,10 @@ enumerating its devices on a second thread, while the first imports numpy and th
 and loads the graph.
 
 The driver's own work (vkCreateInstance and the device enumeration: about 0.1 s on the H200's
-driver) runs with the GIL released, so it overlaps the imports instead of following them. The
-thread keeps nothing and reports nothing: whatever it made is the process-wide instance the
-run would have made anyway (gpulab.vk.shared_instance, thread-safe), and whatever failed fails
+driver; vkCreateDevice: 55-70 ms on the H100's) runs with the GIL released, so it overlaps the
+imports instead of following them. The thread reports nothing: what it made is the
+process-wide instance the run would have made anyway (gpulab.vk.shared_instance, thread-safe)
+and, when asked, the device the run will choose, held for its session; whatever failed fails
 again, with its proper message, when the run asks for the device.
 """
 
@@ -18,18 +19,56 @@ VULKAN_BACKENDS = ("auto", "vulkan")
 """The backends whose run opens a Vulkan device (auto: when one exists)."""
 
 
-def _open_driver() -> None:
+def _open_driver(device: int | None, open_ahead: bool) -> None:
     # Any failure here, the run meets again and reports in its own words.
-    with contextlib.suppress(Exception):
-        from gpulab.vk.instance import shared_instance  # noqa: PLC0415 - numpy-free, see vk
+    try:
+        with contextlib.suppress(Exception):
+            from gpulab.vk.instance import shared_instance  # noqa: PLC0415 - numpy-free, see vk
 
-        shared_instance().physical_devices()
+            physical_devices = shared_instance().physical_devices()
+            if open_ahead and physical_devices:
+                from gpulab.placement.device_choice import choose_device  # noqa: PLC0415
+                from gpulab.vk.ahead import open_ahead as open_device_ahead  # noqa: PLC0415
+
+                choice = choose_device(device)
+                if choice.name is not None:
+                    open_device_ahead(physical_devices[choice.index])
+    finally:
+        if open_ahead:
+            from gpulab.vk.ahead import ahead_settled  # noqa: PLC0415
+
+            ahead_settled()
 
 
-def start_vulkan(backend: str) -> threading.Thread | None:
-    """Start opening the Vulkan driver for a run on `backend` (None for cpu and native)."""
+def start_vulkan(
+    backend: str, device: int | None = None, *, open_ahead: bool = False
+) -> threading.Thread | None:
+    """Start opening the Vulkan driver for a run on `backend` (None for cpu and native); with
+    `open_ahead`, also the device the run will choose (`device`: its --device), which the
+    run's DeviceSession then takes (gpulab.vk.ahead.open_device); finish_early ends it."""
     if backend not in VULKAN_BACKENDS:
         return None
-    thread = threading.Thread(target=_open_driver, name="gpulab-vulkan-early", daemon=True)
+    if open_ahead:
+        from gpulab.vk.ahead import opening_ahead  # noqa: PLC0415
+
+        opening_ahead()
+    thread = threading.Thread(
+        target=_open_driver,
+        args=(device, open_ahead),
+        name="gpulab-vulkan-early",
+        daemon=True,
+    )
     thread.start()
     return thread
+
+
+def finish_early(thread: threading.Thread | None, *, release: bool = True) -> None:
+    """Wait for start_vulkan's thread; with `release`, close a device it opened that the run
+    did not take (without: the process's end releases it)."""
+    if thread is None:
+        return
+    thread.join()
+    if release:
+        from gpulab.vk.ahead import close_unused_ahead  # noqa: PLC0415
+
+        close_unused_ahead()

@@ -12,14 +12,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from gpulab.submit import lookup, slurm, slurm_client
+from gpulab.submit.defaults import DEFAULT_SHARED_DIR
 from gpulab.submit.lookup import JobTag, NothingQueued
 from gpulab.submit.slurm_client import JobState
 from gpulab.submit.staging import StagedGraph, safe_name, upload
 from gpulab.submit.transport import Transport, Unreachable
 
-# Where job directories go unless --shared-dir or GPULAB_SHARED_DIR says otherwise: a
-# folder of the shared storage that the controller and every worker see at this path.
-DEFAULT_SHARED_DIR = "/srv/gpulab/jobs"
 # Lines of the job's stderr shown when it fails.
 STDERR_TAIL_LINES = 20
 # The backends that compute on a GPU when the job is given one (auto falls back to cpu).
