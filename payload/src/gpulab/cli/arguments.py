@@ -49,6 +49,17 @@ def device_index(text: str) -> int:
     return index
 
 
+def seconds(text: str) -> float:
+    """A number of seconds above 0 (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {shown(text)}")
+    return value
+
+
 def add_device(parser: Any, default: str | None = None, value: int | None = None) -> None:
     """`--device N`; `default` says in the help what runs without it, `value` is its value."""
     parser.add_argument(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpulab._shown import PATH_LIMIT, shown
-from gpulab.cli.arguments import add_backend, add_graph
+from gpulab.cli.arguments import add_backend, add_graph, seconds
 from gpulab.cli.errors import (
     EXIT_INPUT,
     EXIT_INTERRUPTED,
@@ -29,16 +29,6 @@ if TYPE_CHECKING:
 
 SHARED_DIR_ENV = "GPULAB_SHARED_DIR"
 _SSH_ONLY = ("port", "identity", "known_hosts", "ssh_config")
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {shown(text)}")
-    return value
 
 
 def _port(text: str) -> int:
@@ -141,7 +131,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--wait", action="store_true", help="wait and print the result JSON")
     parser.add_argument(
-        "--timeout", type=_seconds, metavar="S", help="with --wait: cancel the job after S s"
+        "--timeout", type=seconds, metavar="S", help="with --wait: cancel the job after S s"
     )
     parser.add_argument("-o", "--output", metavar="OUT.json", help="with --wait: write here")
     parser.set_defaults(handler=main)

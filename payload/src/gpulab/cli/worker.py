@@ -22,22 +22,13 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
+from gpulab.cli.arguments import seconds
 from gpulab.cli.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
 from gpulab.cli.output import say
 from gpulab.cli.worker_client import REQUEST_LIMIT, read_line
 
 REQUEST_WAIT_S = 10.0
 """How long a connected client may take to send its request."""
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
-    return value
 
 
 def add_parser(commands: Any) -> None:
@@ -53,7 +44,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--idle-exit",
-        type=_seconds,
+        type=seconds,
         metavar="SECONDS",
         help="stop after SECONDS without a run (default: serve until SIGTERM or Ctrl-C)",
     )
