@@ -21,7 +21,10 @@ float32 arithmetic on our side, bounded the way numerical analysis bounds it (Hi
   by 1 / |A_ii|; the iteration contracts earlier errors by rho = max_i sum_j!=i |A_ij| / |A_ii|,
   so the accumulated bound is that step bound times min(iterations, 1 / (1 - rho)).
 
-Everywhere: NaN must meet NaN, and an infinity the same infinity. Each op's rule is part of
+Everywhere: NaN must meet NaN, and an infinity the same infinity; and an error below float32's
+smallest normal number is allowed, since a device may flush subnormal inputs and results to
+zero (Vulkan leaves it to the implementation unless a shader asks for denormPreserve:
+NVIDIA's flushes, lavapipe keeps them). Each op's rule is part of
 its entry (gpulab.ops.entries); gpulab.ops.bounds has the arithmetic they share.
 """
 
@@ -106,7 +109,7 @@ def compare(
     finite = ~special
     with np.errstate(invalid="ignore"):
         error = np.where(finite, np.abs(result - expected), 0.0)
-        allowed = np.where(finite, allowed, 0.0)
+        allowed = np.where(finite, np.maximum(allowed, _TINY), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(finite, error / np.maximum(np.abs(expected), _TINY), 0.0)
         ratio = np.where(error == 0, 0.0, error / allowed)
