@@ -70,15 +70,16 @@ SPIN_S = 0.05
 blocking): a blocking wait's wake-up costs a visible share of a few-millisecond copy."""
 ONE_COPY_BYTES = 256 << 20
 """A pinned or imported transfer is recorded as copies of at most this size."""
-FILE_CHUNK = 4 << 20
+FILE_CHUNK = 8 << 20
 """Chunks of a file's upload hold at most this much."""
 FILE_RING_CHUNKS = 10
-"""A file's upload uses at most this many chunks of the ring (and threads + 2 at most): eight
-being read while two are copied. The ring is pinned memory, which NVIDIA's driver pins when
-it is allocated, about as slowly as a copy of it: in a new process that is part of the upload,
-so the ring is no larger than the copy engine needs. An estimate, not yet measured: at about
-50 GB/s it moves a 4 MiB chunk in 80 us, while a thread reads one from the page cache in
-about half a millisecond."""
+"""A file's upload uses at most this many chunks of the ring (and threads + 2 at most). The
+ring is pinned memory, which NVIDIA's driver pins when it is allocated: in a new process that
+is part of the upload, so the ring is no larger than the copy engine needs. Measured on the
+H200 (payload/benchmarks/npy_upload_sweep.py, docs/benchmarks.md): with 16 threads, 8 MiB
+chunks in a ring of 10 moved 512 MiB and 2 GiB at 2.11x and 1.63x the copy engine's time
+(4 MiB chunks: 2.95x at both; 2 MiB: 4-5x, each chunk's submission then costs more than
+its copy); a ring of 16 was no better at 512 MiB and twice the pinned memory."""
 PATHS = ("pinned", "registered", "imported", "staged", "direct", "file", "file_direct")
 """Transfers by path: "file" and "file_direct" are upload_file's, through the ring or read
 straight into mapped device memory."""
