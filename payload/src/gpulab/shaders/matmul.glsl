@@ -176,19 +176,25 @@ void store_row(uint row, uint col, vec4 value, bool vec4_ok) {
     }
 }
 
+// This invocation's (tx, ty) in the TX x TY grid of the tile: its local id, or with
+// SUBGROUP_TILES each subgroup of 32 on an 8 x 4 block of it.
+uvec2 tile_position(uint lid) {
+    if (SUBGROUP_TILES && TX % 8 == 0 && TY % 4 == 0) {
+        uint subgroup = lid / 32;
+        uint lane = lid % 32;
+        return uvec2((subgroup % (TX / 8)) * 8 + lane % 8, (subgroup / (TX / 8)) * 4 + lane / 8);
+    }
+    return gl_LocalInvocationID.xy;
+}
+
 #if MATMUL_SPLIT
 // The split build's main: matmul.comp's, with the slice of k, NC column groups and staged
 // stores.
 void main() {
     uint lid = gl_LocalInvocationIndex;
-    uint tx = gl_LocalInvocationID.x;
-    uint ty = gl_LocalInvocationID.y;
-    if (SUBGROUP_TILES && TX % 8 == 0 && TY % 4 == 0) {
-        uint subgroup = lid / 32;
-        uint lane = lid % 32;
-        tx = (subgroup % (TX / 8)) * 8 + lane % 8;
-        ty = (subgroup / (TX / 8)) * 4 + lane / 8;
-    }
+    uvec2 tile = tile_position(lid);
+    uint tx = tile.x;
+    uint ty = tile.y;
     uint row0 = gl_WorkGroupID.y * BM;
     uint col0 = gl_WorkGroupID.x * BN;
     uint d_begin = gl_WorkGroupID.z * k_chunk;
@@ -273,14 +279,9 @@ void main() {
 #else
 void main() {
     uint lid = gl_LocalInvocationIndex;
-    uint tx = gl_LocalInvocationID.x;
-    uint ty = gl_LocalInvocationID.y;
-    if (SUBGROUP_TILES && TX % 8 == 0 && TY % 4 == 0) {
-        uint subgroup = lid / 32;
-        uint lane = lid % 32;
-        tx = (subgroup % (TX / 8)) * 8 + lane % 8;
-        ty = (subgroup / (TX / 8)) * 4 + lane / 8;
-    }
+    uvec2 tile = tile_position(lid);
+    uint tx = tile.x;
+    uint ty = tile.y;
     uint row0 = gl_WorkGroupID.y * BM;
     uint col0 = gl_WorkGroupID.x * BN;
 
