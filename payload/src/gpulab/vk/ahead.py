@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from gpulab.vk.device import Device
     from gpulab.vk.physical_device import PhysicalDevice
 
-_ahead: dict[int, Device] = {}
-_ahead_lock = threading.Lock()
+_ahead: Device | None = None
+"""The device opened ahead, until a session takes it or close_unused_ahead closes it."""
 _ahead_settled = threading.Event()
 _ahead_settled.set()
 
@@ -33,15 +33,19 @@ def ahead_settled() -> None:
 
 
 def open_ahead(physical_device: PhysicalDevice) -> None:
-    """Open a device of `physical_device` for the next open_device to take."""
+    """Open a device of `physical_device` for open_device to take (between opening_ahead and
+    ahead_settled, on the thread that opens it)."""
     from gpulab.vk.device import Device  # noqa: PLC0415 - the binding, on this thread only
 
-    device = Device(physical_device)
-    with _ahead_lock:
-        earlier = _ahead.pop(id(physical_device), None)
-        _ahead[id(physical_device)] = device
-    if earlier is not None:
-        earlier.close()
+    global _ahead  # noqa: PLW0603 - the one slot, handed over through _ahead_settled
+    _ahead = Device(physical_device)
+
+
+def _take() -> Device | None:
+    global _ahead
+    _ahead_settled.wait()
+    device, _ahead = _ahead, None
+    return device
 
 
 def open_device(physical_device: PhysicalDevice) -> Device:
@@ -49,17 +53,16 @@ def open_device(physical_device: PhysicalDevice) -> Device:
     a new one; the caller owns it."""
     from gpulab.vk.device import Device  # noqa: PLC0415
 
-    _ahead_settled.wait()
-    with _ahead_lock:
-        device = _ahead.pop(id(physical_device), None)
-    return device if device is not None and not device.closed else Device(physical_device)
+    device = _take()
+    if device is not None and device.physical_device is physical_device:
+        return device
+    if device is not None:
+        device.close()  # opened for a device this process did not ask for after all
+    return Device(physical_device)
 
 
 def close_unused_ahead() -> None:
-    """Close the devices opened ahead that no one took (the run chose another, or failed)."""
-    _ahead_settled.wait()
-    with _ahead_lock:
-        left = list(_ahead.values())
-        _ahead.clear()
-    for device in left:
+    """Close the device opened ahead if no one took it (the run chose cpu, or failed)."""
+    device = _take()
+    if device is not None:
         device.close()
