@@ -143,6 +143,34 @@ def test_the_worker_runs_gpulab_run_only(worker_socket: Path, tmp_path: Path) ->
     assert err == "gpulab: the worker runs `gpulab run` only, not `gpulab validate`\n"
 
 
+def test_a_directory_the_worker_cannot_enter_is_one_line_and_it_serves_on(
+    worker_socket: Path, tmp_path: Path
+) -> None:
+    gone = tmp_path / "gone"
+    status, err = request(worker_socket, ["run", "graph.json"], gone)
+    assert status == EXIT_UNAVAILABLE
+    assert err == (
+        f"gpulab: the worker cannot work in this directory (No such file or directory): {gone}\n"
+    )
+    write_graph(tmp_path, small_graph())
+    assert gpulab("run", "graph.json", "--worker", str(worker_socket), cwd=tmp_path).returncode == 0
+
+
+def test_a_malformed_request_gets_no_answer_and_the_worker_serves_on(
+    worker_socket: Path, tmp_path: Path
+) -> None:
+    read_err, write_err = os.pipe()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.connect(str(worker_socket))
+        socket.send_fds(connection, [b"not json\n"], [write_err])
+        os.close(write_err)
+        assert connection.makefile("rb").readline() == b""
+    with os.fdopen(read_err) as err:
+        assert err.read() == ""  # the worker closed the descriptor it was sent
+    write_graph(tmp_path, small_graph())
+    assert gpulab("run", "graph.json", "--worker", str(worker_socket), cwd=tmp_path).returncode == 0
+
+
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to connect as another user")
 def test_another_user_cannot_use_the_worker(worker_socket: Path, tmp_path: Path) -> None:
     assert worker_socket.stat().st_mode & 0o777 == 0o600

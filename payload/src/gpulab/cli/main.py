@@ -77,11 +77,16 @@ def main(argv: Sequence[str] | None = None, *, process_ends: bool = False) -> in
     `process_ends`: the process ends with the command (the `gpulab` command), so a command
     may leave what it holds (a Vulkan device and its memory) to the process's end instead of
     releasing it object by object."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    return run_command(parse_command(list(sys.argv[1:] if argv is None else argv), process_ends))
+
+
+def parse_command(argv: list[str], process_ends: bool = False) -> argparse.Namespace:
+    """The parsed command line (argparse exits 2 on bad flags), with what the handlers read
+    beside the flags: `argv` as given (run --worker hands it on) and `process_ends`."""
     args = build_parser().parse_args(argv)
-    args.argv = argv  # what a command hands on as given (run --worker)
+    args.argv = argv
     args.process_ends = process_ends
-    return run_command(args)
+    return args
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -125,17 +125,15 @@ def _runner(args: argparse.Namespace, budget: int | None) -> Iterator[Runner]:
     """This run's Runner: a new one, closed after the graph, or a worker's kept one."""
     from gpulab.running import Runner  # noqa: PLC0415
 
-    if _kept is None:
-        runner = Runner(args.backend, args.device, budget, fuse=args.fuse)
-        if getattr(args, "process_ends", False):
-            yield runner  # released by the process's end (cli.main.entry)
-            return
-        with runner:
-            yield runner
-        return
-    from gpulab.running.kept import RunnerOptions  # noqa: PLC0415
+    if _kept is not None:
+        from gpulab.running.kept import RunnerOptions  # noqa: PLC0415
 
-    with _kept.runner(RunnerOptions(args.backend, args.device, budget, args.fuse)) as runner:
+        with _kept.runner(RunnerOptions(args.backend, args.device, budget, args.fuse)) as kept:
+            yield kept
+        return
+    runner = Runner(args.backend, args.device, budget, fuse=args.fuse)
+    # Where the process ends with the command, its end releases the runner (cli.main.entry).
+    with contextlib.nullcontext(runner) if args.process_ends else runner:
         yield runner
 
 
@@ -167,7 +165,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return _run_graph(args)
     finally:
-        finish_early(early, release=not getattr(args, "process_ends", False))
+        finish_early(early, release=not args.process_ends)
 
 
 def _run_graph(args: argparse.Namespace) -> int:

@@ -23,7 +23,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from gpulab.cli.arguments import seconds
-from gpulab.cli.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
+from gpulab.cli.errors import (
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_UNAVAILABLE,
+)
 from gpulab.cli.output import say
 from gpulab.cli.worker_client import REQUEST_LIMIT, read_line
 
@@ -87,60 +93,76 @@ def _peer_uid(connection: socket.socket) -> int:
 
 
 @contextlib.contextmanager
-def _client_streams(fds: list[int], cwd: str) -> Iterator[None]:
-    """The client's stdout and stderr as this process's sys.stdout and sys.stderr, and its
-    directory as the working directory, for one run."""
+def _client_streams(fds: list[int]) -> Iterator[None]:
+    """The client's stdout and stderr as this process's sys.stdout and sys.stderr, for one
+    run (closed after it)."""
     out = open(fds[0], "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
     err = open(fds[1], "w", encoding="utf-8", errors="backslashreplace", buffering=1)  # noqa: SIM115
-    home = os.getcwd()
     try:
-        os.chdir(cwd)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             yield
     finally:
-        os.chdir(home)
         for stream in (out, err):
             with contextlib.suppress(OSError, ValueError):
                 stream.close()
 
 
-def _run(argv: list[str]) -> int:
-    """One client's command line, as `gpulab` would run it (the worker's Runners kept)."""
-    from gpulab.cli.main import build_parser, run_command  # noqa: PLC0415 - main imports us
+def _run(argv: list[str], cwd: str) -> int:
+    """One client's command line in its directory, as `gpulab` would run it (the worker's
+    Runners kept)."""
+    from gpulab.cli.main import parse_command, run_command  # noqa: PLC0415 - main imports us
 
     try:
-        args = build_parser().parse_args(argv)
+        os.chdir(cwd)
+    except OSError as exc:
+        say(f"the worker cannot work in this directory ({exc.strerror or exc}): {cwd}")
+        return EXIT_UNAVAILABLE
+    try:
+        args = parse_command(argv)
     except SystemExit as exc:  # argparse said why on the client's stderr (or printed --help)
         return exc.code if isinstance(exc.code, int) else EXIT_INPUT
     if args.command != "run":
         say(f"the worker runs `gpulab run` only, not `gpulab {args.command}`")
         return EXIT_INPUT
-    args.argv = argv
     return run_command(args)
+
+
+def _read_request(connection: socket.socket) -> tuple[list[str], str, list[int]] | None:
+    """The client's argv, directory and stdout and stderr descriptors (None, with any
+    descriptor it sent closed, when it sent no well-formed request in time)."""
+    connection.settimeout(REQUEST_WAIT_S)
+    fds: list[int] = []
+    request = None
+    try:
+        data, fds, _, _ = socket.recv_fds(connection, 65536, 2)
+        if data and b"\n" not in data:
+            data += read_line(connection, REQUEST_LIMIT)
+        fields = json.loads(data.split(b"\n", 1)[0])
+        request = [str(word) for word in fields["argv"]], str(fields["cwd"]), fds
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    if request is None or len(fds) != 2:
+        for fd in fds:
+            os.close(fd)
+        return None
+    connection.settimeout(None)
+    return request
 
 
 def _serve(connection: socket.socket) -> int | None:
     """Read one request, run it, answer its status (None: no request was read)."""
     if _peer_uid(connection) != os.getuid():
         return None
-    connection.settimeout(REQUEST_WAIT_S)
-    try:
-        data, fds, _, _ = socket.recv_fds(connection, 65536, 2)
-        rest = read_line(connection, REQUEST_LIMIT) if data and b"\n" not in data else b""
-    except (OSError, ValueError):
+    request = _read_request(connection)
+    if request is None:
         return None
+    argv, cwd, fds = request
+    home = os.getcwd()
     try:
-        request = json.loads((data + rest).split(b"\n", 1)[0])
-        argv, cwd = list(map(str, request["argv"])), str(request["cwd"])
-        if len(fds) != 2:
-            return None
-    except (ValueError, KeyError, TypeError):
-        for fd in fds:
-            os.close(fd)
-        return None
-    connection.settimeout(None)
-    with _client_streams(fds, cwd):
-        status = _run(argv)
+        with _client_streams(fds):
+            status = _run(argv, cwd)
+    finally:
+        os.chdir(home)
     with contextlib.suppress(OSError):  # a client that left (Ctrl-C) needs no answer
         connection.sendall(json.dumps({"status": status}).encode() + b"\n")
     return status
