@@ -98,15 +98,3 @@ def test_the_public_names_resolve_to_their_modules() -> None:
     assert set(gpulab.__all__) <= set(dir(gpulab))
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = gpulab.nothing  # type: ignore[attr-defined]
-
-
-def test_what_the_early_thread_imports_needs_no_numpy() -> None:
-    # gpulab.running.early opens the device and warms the staging memory types while the
-    # first thread imports numpy: a numpy import here would make the first one wait for it.
-    code = (
-        "import sys; import gpulab.running.early, gpulab.vk.instance, gpulab.vk.ahead, "
-        "gpulab.vk.device, gpulab.placement.device_choice, gpulab.memory.memory_types; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numpy'))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"

@@ -4,47 +4,16 @@
 them by size class under a byte budget, `Stager` moves numpy arrays in and out;
 `allocate_dedicated` gives a buffer that lives alone memory of its own. Every device buffer of
 gpulab comes from here. Imports only gpulab.vk and gpulab.native.
-
-Names are imported on first use (PEP 562): the thread that opens a run's device ahead uses
-`memory_types` (no numpy) while the other imports numpy.
 """
 
-from typing import TYPE_CHECKING
-
-from gpulab._lazy import lazy_attributes
-
-if TYPE_CHECKING:
-    from gpulab.memory.blocks import BlockAllocator, block_size_for
-    from gpulab.memory.errors import AllocationFreedError, OutOfMemoryError
-    from gpulab.memory.manager import (
-        DEFAULT_USAGE,
-        Allocation,
-        MemoryManager,
-        allocate_dedicated,
-    )
-    from gpulab.memory.memory_types import KINDS
-    from gpulab.memory.offsets import FirstFitAllocator, OffsetAllocator
-    from gpulab.memory.pinned import PinnedArray
-    from gpulab.memory.pool import BufferPool, size_class
-    from gpulab.memory.staging import Stager
-
-_WHERE = {
-    "BlockAllocator": "blocks",
-    "block_size_for": "blocks",
-    "AllocationFreedError": "errors",
-    "OutOfMemoryError": "errors",
-    "DEFAULT_USAGE": "manager",
-    "Allocation": "manager",
-    "MemoryManager": "manager",
-    "allocate_dedicated": "manager",
-    "KINDS": "memory_types",
-    "FirstFitAllocator": "offsets",
-    "OffsetAllocator": "offsets",
-    "PinnedArray": "pinned",
-    "BufferPool": "pool",
-    "size_class": "pool",
-    "Stager": "staging",
-}
+from gpulab.memory.blocks import BlockAllocator, block_size_for
+from gpulab.memory.errors import AllocationFreedError, OutOfMemoryError
+from gpulab.memory.manager import DEFAULT_USAGE, Allocation, MemoryManager, allocate_dedicated
+from gpulab.memory.memory_types import KINDS
+from gpulab.memory.offsets import FirstFitAllocator, OffsetAllocator
+from gpulab.memory.pinned import PinnedArray
+from gpulab.memory.pool import BufferPool, size_class
+from gpulab.memory.staging import Stager
 
 __all__ = [
     "DEFAULT_USAGE",
@@ -63,7 +32,3 @@ __all__ = [
     "block_size_for",
     "size_class",
 ]
-
-__getattr__, __dir__ = lazy_attributes(
-    __name__, {name: f"{__name__}.{module}" for name, module in _WHERE.items()}
-)

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from gpulab.vk import MemoryType
-from gpulab.vk.memory import DEVICE_LOCAL, HOST_CACHED, HOST_COHERENT, HOST_VISIBLE, DeviceMemory
-
-if TYPE_CHECKING:
-    from gpulab.vk import Device
+from gpulab.vk.memory import DEVICE_LOCAL, HOST_CACHED, HOST_COHERENT, HOST_VISIBLE
 
 KINDS = ("device", "device_mapped", "mapped", "upload", "readback")
 """device: read and written by kernels; device_mapped: the same, preferring device-local memory
@@ -86,31 +82,6 @@ def candidate_types(
         if rank is not None:
             ranked.append((rank, memory_type.index, memory_type))
     return [memory_type for _, _, memory_type in sorted(ranked)]
-
-
-STAGING_KINDS = ("upload", "readback")
-"""The kinds of the Stager's rings (gpulab.memory.staging)."""
-WARM_UP_BYTES = 64 << 10
-
-
-def warm_up_staging_types(device: Device) -> None:
-    """Allocate, map and free a little memory of each staging kind's best type.
-
-    A process's first allocation of a host memory type costs NVIDIA's driver milliseconds
-    that later ones do not (docs/benchmarks.md); `gpulab run` pays them here, on the thread
-    that opens its device ahead (gpulab.running.early), instead of in its first upload."""
-    warmed: set[int] = set()
-    for kind in STAGING_KINDS:
-        found = candidate_types(device.info.memory_types, kind, 0xFFFFFFFF)
-        if not found or found[0].index in warmed:
-            continue
-        memory_type = found[0]
-        warmed.add(memory_type.index)
-        memory = DeviceMemory(device, WARM_UP_BYTES, 1 << memory_type.index)
-        try:
-            memory.map()
-        finally:
-            memory.close()
 
 
 def alignment_for(

@@ -46,10 +46,7 @@ def _open_driver(device: int | None, open_ahead: bool) -> None:
 
                 choice = choose_device(device)
                 if choice.name is not None:
-                    opened = open_device_ahead(physical_devices[choice.index])
-                    from gpulab.memory.memory_types import warm_up_staging_types  # noqa: PLC0415
-
-                    warm_up_staging_types(opened)
+                    open_device_ahead(physical_devices[choice.index])
     finally:
         if open_ahead:
             from gpulab.vk.ahead import ahead_settled  # noqa: PLC0415

@@ -32,15 +32,13 @@ def ahead_settled() -> None:
     _ahead_settled.set()
 
 
-def open_ahead(physical_device: PhysicalDevice) -> Device:
+def open_ahead(physical_device: PhysicalDevice) -> None:
     """Open a device of `physical_device` for open_device to take (between opening_ahead and
-    ahead_settled, on the thread that opens it); until ahead_settled, that thread may still
-    use it."""
+    ahead_settled, on the thread that opens it)."""
     from gpulab.vk.device import Device  # noqa: PLC0415 - the binding, on this thread only
 
     global _ahead  # noqa: PLW0603 - the one slot, handed over through _ahead_settled
     _ahead = Device(physical_device)
-    return _ahead
 
 
 def _take() -> Device | None:
