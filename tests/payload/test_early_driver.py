@@ -5,16 +5,7 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-from gpulab.cli import run as cli_run
-from gpulab.running import early
-from gpulab.running.early import (
-    WORKER_ENV,
-    finish_early,
-    run_request,
-    start_for_command_line,
-    start_vulkan,
-)
+from gpulab.running.early import start_vulkan
 from gpulab.vk import shared_instance
 
 from tests.payload.test_cli import gpulab, no_driver_env
@@ -60,40 +51,3 @@ def test_a_run_without_a_driver_still_says_why_in_one_line() -> None:
     )
     assert done.returncode == 3
     assert done.stderr.count("\n") == 1
-
-
-def test_the_command_line_is_read_for_the_run_it_asks_for(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(WORKER_ENV, raising=False)
-    assert run_request(["run", "g.json"]) == ("auto", None)
-    assert run_request(["run", "g.json", "--backend", "cpu", "-o", "r.json"]) == ("cpu", None)
-    assert run_request(["run", "--backend=vulkan", "g.json", "--device", "1"]) == ("vulkan", 1)
-    assert run_request(["run", "g.json", "--device=2", "--full"]) == ("auto", 2)
-    assert run_request(["run", "g.json", "--", "--backend", "cpu"]) == ("auto", None)
-    # Left to the run itself: other commands, a worker's runs, spellings read differently.
-    assert run_request(["validate", "g.json"]) is None
-    assert run_request([]) is None
-    assert run_request(["run", "g.json", "--worker", "s.sock"]) is None
-    assert run_request(["run", "g.json", "--back", "cpu"]) is None
-    assert run_request(["run", "g.json", "--device", "first"]) is None
-    monkeypatch.setenv(WORKER_ENV, "s.sock")
-    assert run_request(["run", "g.json"]) is None
-    assert WORKER_ENV == cli_run.WORKER_ENV
-
-
-def test_the_run_takes_over_the_thread_the_command_line_started() -> None:
-    start_for_command_line(["run", "g.json", "--backend", "vulkan"])
-    started = early._started
-    assert started is not None
-    # Whatever the parsed flags say, the run ends that thread (finish_early releases its
-    # device when nothing took it).
-    assert start_vulkan("cpu") is started
-    assert early._started is None
-    finish_early(started)
-    assert not started.is_alive()
-    assert start_vulkan("cpu") is None
-
-
-def test_a_bad_flag_after_the_early_start_is_still_exit_2() -> None:
-    done = gpulab("run", "payload/examples/saxpy_norm.json", "--backend", "vulkan", "--nope")
-    assert done.returncode == 2
-    assert "unrecognized arguments: --nope" in done.stderr

@@ -1,1 +1,1 @@
-"""The `gpulab` command-line tool (entry point: gpulab.cli.entry:entry)."""
+"""The `gpulab` command-line tool (entry point: gpulab.cli.main:entry)."""

@@ -132,7 +132,7 @@ def _runner(args: argparse.Namespace, budget: int | None) -> Iterator[Runner]:
             yield kept
         return
     runner = Runner(args.backend, args.device, budget, fuse=args.fuse)
-    # Where the process ends with the command, its end releases the runner (cli.entry).
+    # Where the process ends with the command, its end releases the runner (cli.main.entry).
     with contextlib.nullcontext(runner) if args.process_ends else runner:
         yield runner
 
