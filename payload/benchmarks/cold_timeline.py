@@ -4,17 +4,16 @@
         run GRAPH.json --backend vulkan -o RESULT.json
     python3 payload/benchmarks/cold_timeline.py --show OUT.json
 
-The first form runs the command as the `gpulab` command does (gpulab.cli.entry: the Vulkan
-driver started before the parsers are imported, the process ended with os._exit) while a
-sampler thread records every other thread's stack each 0.5 ms, then writes the samples. Each
-sample is labelled by what the thread was doing: `import X` (the innermost module being
-imported, X its package, or gpulab's module), else the innermost gpulab functions
-(`vk/_binding:call <- vk/pipeline:__init__ <- ...`: a driver call, the GIL released), else the
-innermost frame. `--show` prints, per thread, the time per label and the runs of one label of
-2 ms or more, and the gaps of over 3 ms between samples (the sampler itself waited for the GIL:
-some thread held it in C code). process_cost.py gives the same run's phases; this shows what
-overlaps what, and where one thread waits for the other (an import's lock, the device opened
-ahead).
+The first form runs the command as the `gpulab` command does (gpulab.cli.main.entry: main
+with process_ends, then os._exit) while a sampler thread records every other thread's stack
+each 0.5 ms, then writes the samples. Each sample is labelled by what the thread was doing:
+`import X` (the innermost module being imported, X its package, or gpulab's module), else the
+innermost gpulab functions (`vk/_binding:call <- vk/pipeline:__init__ <- ...`: a driver call,
+the GIL released), else the innermost frame. `--show` prints, per thread, the time per label
+and the runs of one label of 2 ms or more, and the gaps of over 3 ms between samples (the
+sampler itself waited for the GIL: some thread held it in C code). process_cost.py gives the
+same run's phases; this shows what overlaps what, and where one thread waits for the other (an
+import's lock, the device opened ahead).
 """
 
 from __future__ import annotations
@@ -108,11 +107,7 @@ def record(out: str, argv: list[str]) -> None:
     thread = threading.Thread(target=sampler, daemon=True)
     thread.start()
     stamps = {"ready": time.perf_counter() - T0}
-    # As gpulab.cli.entry: the driver first, then the command line's imports.
-    from gpulab.running.early import start_for_command_line  # noqa: PLC0415
-
-    start_for_command_line(argv)
-    from gpulab.cli.main import main  # noqa: PLC0415
+    from gpulab.cli.main import main  # noqa: PLC0415 - timed as the command's imports
 
     stamps["imported"] = time.perf_counter() - T0
     code = main(argv, process_ends=True)
