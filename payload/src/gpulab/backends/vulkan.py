@@ -128,15 +128,26 @@ class _Recording:
         """False once the pool destroyed a cached buffer that the commands still use."""
         return self.pool.evictions == self.evictions
 
-    def _acquire(self, shape: tuple[int, ...], label: str) -> Allocation:
-        return self.pool.acquire(max(nbytes(shape), 4), label=label)
+    def _acquire(self, shape: tuple[int, ...], label: str, kind: str = "device") -> Allocation:
+        return self.pool.acquire(max(nbytes(shape), 4), kind, label=label)
+
+    def _read_kind(self, name: str) -> str:
+        """The memory kind of read `name`'s buffer: a .npy input's prefers device memory the
+        host can map (ReBAR VRAM), which Stager.upload_file then reads the file straight into;
+        on a device without it, the same memory as any other."""
+        inputs = self.segment.graph.inputs
+        return (
+            "device_mapped"
+            if name in inputs and isinstance(inputs[name].source, NpyFile)
+            else "device"
+        )
 
     def _record(self) -> None:
         segment, cmd = self.segment, self.command
         arrays: dict[str, DeviceArray] = {}
         for name in segment.reads:
             shape = segment.graph.shape(name)
-            self.held[name] = self._acquire(shape, f"read {name}")
+            self.held[name] = self._acquire(shape, f"read {name}", self._read_kind(name))
             arrays[name] = DeviceArray.of(self.held[name], shape)
         cmd.begin()
         if self.queries is not None:

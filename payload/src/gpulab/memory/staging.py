@@ -503,8 +503,10 @@ class Stager(Closeable):
         (os.preadv, without the GIL) straight into the mapped chunks of the staging ring while
         the device copies the chunks read before, one command buffer and fence per chunk. The
         ring is the readback ring (HOST_CACHED where the device has it, so `inspect` reads it
-        fast, and downloads share its memory). Where `allocation` is itself mapped host-cached
-        memory (integrated GPUs, lavapipe) the chunks are read straight into it.
+        fast, and downloads share its memory). Where `allocation` is itself mapped (integrated
+        GPUs, lavapipe; a discrete GPU's VRAM behind a resizable BAR) the chunks are read
+        straight into it, with no ring, no copy and no pinned memory to allocate; unless it
+        is uncached memory that `inspect` would read back.
 
         `inspect(chunk, start)` sees each chunk after its read, on the thread that read it
         (`start`: the chunk's byte offset in the region); what it raises stops the transfer
@@ -525,7 +527,7 @@ class Stager(Closeable):
             return piece.size
 
         cached = allocation.memory_type.property_flags & HOST_CACHED
-        if allocation.host_visible and cached:
+        if allocation.host_visible and (cached or inspect is None):
             target = allocation.view(np.uint8, nbytes)
             starts = range(0, nbytes, chunk)
             self._each(
