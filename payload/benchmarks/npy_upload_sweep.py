@@ -7,9 +7,10 @@ time is), then for each host-thread count, chunk size and ring length (gpulab.me
 FILE_CHUNK and FILE_RING_CHUNKS, set here for the measurement) uploads it into a device buffer
 three times with a new Stager (its ring allocated in the upload; but from the memory manager's
 blocks that earlier rings freed, so without the pinning a new process pays: 2-3.6 ms per 8 MiB
-on the H100, docs/benchmarks.md) and again with the ring kept, and prints the median ms of each against bytes / the copy engine's rate
-from pinned memory, measured first (1.0: the file moved at the copy engine's rate). On a
-device whose buffer is host-visible (lavapipe) the file is read straight into it instead.
+on the H100, docs/benchmarks.md) and again with the ring kept, and prints the median ms of
+each against bytes / the copy engine's rate from pinned memory, measured first (1.0: the file
+moved at the copy engine's rate). On a device whose buffer is host-visible (lavapipe) the file
+is read straight into it instead.
 """
 
 from __future__ import annotations
