@@ -14,7 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gpulab.cli.errors import EXIT_INPUT, EXIT_OK, EXIT_TERMINATED, EXIT_UNAVAILABLE
+from gpulab.cli import worker
+from gpulab.cli.errors import (
+    EXIT_INPUT,
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_TERMINATED,
+    EXIT_UNAVAILABLE,
+)
 from gpulab.graph import GraphInvalid
 from gpulab.running.kept import KeptRunners, RunnerOptions
 
@@ -222,3 +229,30 @@ def test_kept_runners_are_kept_unless_a_run_leaves_them_in_doubt() -> None:
         with kept.runner(options) as fresh:
             assert fresh is not first
     assert fresh._closed and first._closed
+
+
+def test_a_fault_in_a_run_is_one_line_and_exit_4_to_its_client_and_the_worker_serves_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # In this process: _serve as the worker's loop calls it, with a run that raises what no
+    # handler expects (a bug), on one end of a socket pair.
+    def faulty(argv: list[str], cwd: str) -> int:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(worker, "_run", faulty)
+    served, client = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    read_out, write_out = os.pipe()
+    read_err, write_err = os.pipe()
+    request = json.dumps({"argv": ["run", "graph.json"], "cwd": str(tmp_path)}).encode()
+    socket.send_fds(client, [request + b"\n"], [write_out, write_err])
+    os.close(write_out)
+    os.close(write_err)
+    with served, client:
+        assert worker._serve(served) == EXIT_RUNTIME
+        assert json.loads(client.makefile("rb").readline()) == {"status": EXIT_RUNTIME}
+    with os.fdopen(read_out) as out, os.fdopen(read_err) as err:
+        assert out.read() == ""
+        assert err.read() == (
+            "gpulab: the worker failed on this run (RuntimeError: a bug); it serves on\n"
+        )
+    assert "RuntimeError: a bug" in capfd.readouterr().err  # the worker's own log: the traceback

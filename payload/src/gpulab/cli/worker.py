@@ -19,6 +19,8 @@ import os
 import socket
 import stat
 import struct
+import sys
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,6 +29,7 @@ from gpulab.cli.errors import (
     EXIT_INPUT,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_RUNTIME,
     EXIT_TERMINATED,
     EXIT_UNAVAILABLE,
 )
@@ -160,7 +163,14 @@ def _serve(connection: socket.socket) -> int | None:
     home = os.getcwd()
     try:
         with _client_streams(fds):
-            status = _run(argv, cwd)
+            try:
+                status = _run(argv, cwd)
+            except Exception as exc:  # a fault of ours: its client hears of it, we serve on
+                say(f"the worker failed on this run ({type(exc).__name__}: {exc}); it serves on")
+                status = EXIT_RUNTIME
+                # The whole story for whoever reads the worker's log; the run's Runner was
+                # closed (KeptRunners keeps none that failed), so the next run starts afresh.
+                traceback.print_exception(exc, file=sys.__stderr__)
     finally:
         os.chdir(home)
     with contextlib.suppress(OSError):  # a client that left (Ctrl-C) needs no answer
