@@ -205,6 +205,34 @@ def test_a_value_no_float32_can_hold_is_found_by_the_read(
 
 
 @needs_vulkan
+def test_a_file_a_cpu_node_also_reads_is_uploaded_as_any_value(tmp_path: Path, way: str) -> None:
+    """Made once on the host, it comes to the Vulkan executor as a value: its buffer is plain
+    device memory (under "rebar", not mapped), uploaded through the stager, not streamed."""
+    if way != "rebar":
+        pytest.skip("only the ReBAR-like device tells device_mapped from device memory")
+    array = np.random.default_rng(5).standard_normal(N).astype("<f4")
+    np.save(tmp_path / "x.npy", array)
+    graph = {
+        "version": 1,
+        "inputs": {"x": {"type": "vector", "file": "x.npy"}},
+        "nodes": [
+            {"id": "s", "op": "scale", "inputs": {"x": "x", "a": 1.0}},
+            {"id": "c", "op": "sum", "inputs": {"x": "x"}, "backend": "cpu"},
+        ],
+        "outputs": ["s", "c"],
+    }
+    result, counts = run_vulkan(write_graph(tmp_path, graph))
+    same_bits(result.outputs["s"], array)
+    assert result.inputs["x"] == {"source": "file", "made_on": "host"}
+    assert (counts["staged"], counts["direct"], counts["file"], counts["file_direct"]) == (
+        1,
+        0,
+        0,
+        0,
+    )
+
+
+@needs_vulkan
 def test_a_file_cut_short_after_the_load_is_an_input_error(tmp_path: Path, way: str) -> None:
     path = vector_graph(tmp_path, np.ones(N, dtype=np.float32))
     graph = load_graph(path, check_values=False)
