@@ -105,7 +105,7 @@ def _one_parser() -> Iterator[None]:
     and gettext; it is the same parser every time in one process), and runs capped at
     RUN_MEMORY."""
     build, available = cli_main.build_parser, runner.available_memory
-    cli_main.build_parser = lambda: _PARSER  # type: ignore[assignment]
+    cli_main.build_parser = lambda only=None: _PARSER  # type: ignore[assignment]
     runner.available_memory = lambda: min(available(), RUN_MEMORY, key=lambda m: m.bytes)  # type: ignore[assignment]
     try:
         yield

@@ -64,6 +64,22 @@ def test_run_loads_neither_slurm_nor_ssh_nor_openssl() -> None:
     assert "_hashlib" not in modules
 
 
+def test_a_named_command_imports_its_own_module_alone() -> None:
+    # Only `gpulab --help` (or an unknown command) builds every subcommand's parser.
+    from gpulab.cli.main import COMMANDS  # noqa: PLC0415
+
+    modules = {name: f"gpulab.cli.{name}" for name in COMMANDS}
+    _, named = loaded_by("validate", str(EXAMPLE))
+    # epilog (the top-level help's text) reads run's and submit's variables
+    assert sorted(m for m in modules.values() if m in named) == [
+        "gpulab.cli.run",
+        "gpulab.cli.submit",
+        "gpulab.cli.validate",
+    ]
+    _, everything = loaded_by("--help")
+    assert set(modules.values()) <= set(everything)
+
+
 def test_validate_of_a_file_input_loads_numpy_and_still_no_device_code(tmp_path: Path) -> None:
     numpy = pytest.importorskip("numpy")
     numpy.save(tmp_path / "x.npy", numpy.ones(4, dtype=numpy.float32))
