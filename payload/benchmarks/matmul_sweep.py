@@ -76,10 +76,20 @@ CANDIDATES = (
     "16x16x8+staged",
     "16x8x8+staged",
     "8x8x8+staged",
+    "16x16x8+split2+unrolled",
+    "16x16x8w+unrolled",
+    "16x16x8sw+unrolled",
+    "8x16x8w+unrolled",
+    "8x16x16w+unrolled",
+    "8x16x8w+split2+unrolled",
+    "32x16x8+staged+unrolled",
+    "16x16x8+staged+unrolled",
+    "8x16x8w+staged+unrolled",
 )
 """The default candidates: today's tiles and two more shapes (a 256 x 128 block, a 16-deep
 panel), wide tiles (8 x 16 outputs per invocation: 128 x 256 blocks of 256 invocations, 128 x
-128 of 128), split-K for the small and medium products, staged stores."""
+128 of 128), split-K for the small and medium products, staged stores, and the wide, staged
+and split ones again from matmul_unrolled.comp (`unrolled`: not yet measured on a GPU)."""
 AGAIN = "auto (again)"
 """auto measured once more after the others at each shape: the drift of the run."""
 SPLIT_SKIPPED = ("large", "thin_k")

@@ -131,6 +131,10 @@ last slice, n a multiple of 4 but not of the block."""
         "16x16x8w",
         "8x16x8w+split2+staged",
         "8x8x8sw+split3",
+        "unrolled",
+        "16x16x8w+unrolled",
+        "8x16x8w+split2+staged+unrolled",
+        "32x16x8s+staged+unrolled",
     ],
 )
 def test_every_plan_is_exact_at_awkward_shapes(
@@ -179,8 +183,11 @@ def test_split_k_adds_one_dispatch_and_needs_scratch(
 def test_plans_parse_and_spell_back() -> None:
     plan = parse_plan("16x16x8s+split4+staged")
     assert plan == MatmulPlan(MatmulTile(16, 16, 8, subgroup_tiles=True), 4, staged=True)
-    for spelling in ("auto", "16x16x8", "split2", "staged", "32x16x8s+split3+staged", "8x8x8sw"):
+    spellings = ("auto", "16x16x8", "split2", "staged", "32x16x8s+split3+staged", "8x8x8sw")
+    for spelling in (*spellings, "16x16x8w+split2+staged+unrolled", "unrolled"):
         assert parse_plan(spelling).spelling == spelling
+    assert parse_plan("unrolled").split_source == "matmul_unrolled"
+    assert parse_plan("16x16x8w").split_source == "matmul_split"
     wrong_ones = (
         "",
         "fast",
@@ -190,6 +197,7 @@ def test_plans_parse_and_spell_back() -> None:
         "split17",
         "auto+split2",
         "split2+split3",
+        "unrolled+unrolled",
     )
     for wrong in wrong_ones:
         with pytest.raises(ValueError, match="expected auto or parts joined by"):

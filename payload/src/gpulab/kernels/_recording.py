@@ -372,9 +372,10 @@ class Recording:
         groups: tuple[int, int, int],
         flags: int,
     ) -> None:
-        """matmul_split.comp: k in slices written one after another into scratch (then
-        matmul_sum.comp adds them into `out`), or straight into `out` when one slice is
-        left (k too short to split, no scratch, or too many floats for one binding)."""
+        """matmul_split.comp (or matmul_unrolled.comp): k in slices written one after another
+        into scratch (then matmul_sum.comp adds them into `out`), or straight into `out` when
+        one slice is left (k too short to split, no scratch, or too many floats for one
+        binding)."""
         (m, k), n = a.shape, out.shape[1]
         chunk, slices = split_depth(k, plan.split, tile.depth)
         stride = -(-m * n // 4) * 4  # whole vec4s, so every slice starts 16-byte aligned
@@ -387,7 +388,7 @@ class Recording:
             target = DeviceArray(area.buffer, (slices * stride,), area.offset)
         flags |= int(n % 4 == 0 and target.offset % 16 == 0) << 2
         self.dispatch(
-            "matmul_split",
+            plan.split_source,
             tile.split_specialization(plan.staged),
             (a.binding(), b.binding(), target.binding()),
             _MATMUL_SPLIT_PUSH(m, k, n, flags, chunk, stride),

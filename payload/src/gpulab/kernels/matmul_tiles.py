@@ -214,17 +214,25 @@ def tile_for(tiles: Sequence[MatmulTile], m: int, n: int, slices: int = 1) -> Ma
 @dataclass(frozen=True)
 class MatmulPlan:
     """How one product runs: `tile` (None: tile_for's choice among the device's tiles),
-    `split` slices of k (more than 1: matmul_split.comp into scratch, then matmul_sum.comp) and
-    `staged` stores of C (matmul_split.comp)."""
+    `split` slices of k (more than 1: matmul_split.comp into scratch, then matmul_sum.comp),
+    `staged` stores of C (matmul_split.comp) and `unrolled`: matmul_unrolled.comp, the same
+    kernel with [[unroll]] on every loop over registers (shaders/matmul.glsl says why)."""
 
     tile: MatmulTile | None = None
     split: int = 1
     staged: bool = False
+    unrolled: bool = False
 
     @property
     def split_shader(self) -> bool:
         """Whether it runs matmul_split.comp (else matmul.comp, as before plans existed)."""
-        return self.split > 1 or self.staged or (self.tile is not None and self.tile.wide)
+        wide = self.tile is not None and self.tile.wide
+        return self.split > 1 or self.staged or self.unrolled or wide
+
+    @property
+    def split_source(self) -> str:
+        """The shader a split_shader plan runs."""
+        return "matmul_unrolled" if self.unrolled else "matmul_split"
 
     @property
     def spelling(self) -> str:
@@ -232,6 +240,7 @@ class MatmulPlan:
         parts = [self.tile.spelling] if self.tile is not None else []
         parts += [f"split{self.split}"] if self.split > 1 else []
         parts += ["staged"] if self.staged else []
+        parts += ["unrolled"] if self.unrolled else []
         return "+".join(parts) or "auto"
 
     def problem(self, info: DeviceInfo) -> str | None:
@@ -249,11 +258,11 @@ _TILE = re.compile(r"(\d+)x(\d+)x(\d+)(s?)(w?)")
 def parse_plan(text: str) -> MatmulPlan:
     """`auto`, or parts joined by `+`: a tile XxYxD (`s` appended: subgroup-tiled; then `w`:
     wide, 8 x 16 outputs per invocation), splitN
-    (k in N slices, 1 to MAX_SPLIT), staged; for example 16x16x8+split4, 32x16x8s+staged,
-    split2 (the tile chosen as for two slices)."""
+    (k in N slices, 1 to MAX_SPLIT), staged, unrolled; for example 16x16x8+split4,
+    32x16x8s+staged, split2 (the tile chosen as for two slices), 16x16x8w+unrolled."""
     error = (
         f"matmul variant {text!r}: expected auto or parts joined by + (XxYxD[s][w], splitN, "
-        "staged), for example 16x16x8+split4"
+        "staged, unrolled), for example 16x16x8+split4"
     )
     parts = text.lower().split("+")
     if parts == ["auto"]:
@@ -269,6 +278,8 @@ def parse_plan(text: str) -> MatmulPlan:
             plan = dataclasses.replace(plan, split=int(split.group(1)))
         elif part == "staged" and not plan.staged:
             plan = dataclasses.replace(plan, staged=True)
+        elif part == "unrolled" and not plan.unrolled:
+            plan = dataclasses.replace(plan, unrolled=True)
         else:
             raise ValueError(error)
     return plan

@@ -23,16 +23,29 @@
 // exact. TX, TY, BK and SUBGROUP_TILES are specialization constants chosen by the host from
 // the device's limits and the size of C.
 //
-// Built twice: matmul.comp as above, and matmul_split.comp (MATMUL_SPLIT 1) for the variants
+// Built three times: matmul.comp as above, and matmul_split.comp (MATMUL_SPLIT 1) for the variants
 // the host picks per shape regime (kernels/matmul_tiles.py). In that build, workgroup z takes
-// depths [z k_chunk, min(k, (z + 1) k_chunk)) and writes its m x n result slice_stride floats
-// after slice z - 1's (split-K; matmul_sum.comp adds the slices), and with STAGED_STORES each
+// depths [z k_chunk, min(k, (z + 1) k_chunk)) and writes its m x n result slice_stride floats after
+// slice z - 1's (split-K; matmul_sum.comp adds the slices), and with STAGED_STORES each
 // invocation's rows of C pass through shared memory (B's panels, free by then) first, so that
-// neighbouring invocations write neighbouring floats whatever n's alignment (rows of C that
-// are not whole vec4s). NC (4 instead of 2) widens each invocation's outputs to 8 x 16, as 2 x
-// NC sub-blocks of 4 x 4, column group h at h BN / NC + 4 tx, so a block is 8 TY x 16 TX:
-// twice the FMAs per shared load, and about 170 registers, for workgroups of up to 256.
-// matmul.comp's code is unchanged by the split build's lines (#if MATMUL_SPLIT).
+// neighbouring invocations write neighbouring floats whatever n's alignment (rows of C that are not
+// whole vec4s). NC (4 instead of 2) widens each invocation's outputs to 8 x 16, as 2 x NC
+// sub-blocks of 4 x 4, column group h at h BN / NC + 4 tx, so a block is 8 TY x 16 TX: twice the
+// FMAs per shared load, and about 170 registers, for workgroups of up to 256. matmul.comp's code is
+// unchanged by the split build's lines (#if MATMUL_SPLIT). The third, matmul_unrolled.comp, is the
+// split build with MATMUL_UNROLL (below).
+
+#if defined(MATMUL_UNROLL)
+// matmul_unrolled.comp (the split build, plan part `unrolled`): every loop over an
+// invocation's registers (acc, a_next, b_next) carries [[unroll]], so that no index into them
+// can stay dynamic. To be measured on NVIDIA: whether its compiler leaves the loops over NC's
+// column groups, or the staged stores' passes (barriers in them), rolled and so keeps acc in
+// local memory (the wide and staged variants ran at 1-2 TFLOP/s, docs/benchmarks.md).
+#extension GL_EXT_control_flow_attributes : require
+#define UNROLL [[unroll]]
+#else
+#define UNROLL
+#endif
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 2) const uint BK = 8;
@@ -113,7 +126,7 @@ float b_at(uint depth, uint col) {
 void load_panel(uint lid, uint row0, uint col0, uint d0) {
     bool a_inside = row0 + BM <= m && d0 + BK <= K_END;
     bool b_inside = (flags & B_VEC4) != 0 && col0 + BN <= n && d0 + BK <= K_END;
-    for (uint s = 0; s < A_LOADS; ++s) {
+    UNROLL for (uint s = 0; s < A_LOADS; ++s) {
         uint unit = lid + s * THREADS;
         if (unit < A_UNITS) {
             // BK invocations in a row read BK consecutive floats of each of 4 rows of A.
@@ -129,7 +142,7 @@ void load_panel(uint lid, uint row0, uint col0, uint d0) {
             }
         }
     }
-    for (uint s = 0; s < B_LOADS; ++s) {
+    UNROLL for (uint s = 0; s < B_LOADS; ++s) {
         uint unit = lid + s * THREADS;
         if (unit < B_UNITS) {
             uint depth = d0 + unit / B_STRIDE;
@@ -147,13 +160,13 @@ void load_panel(uint lid, uint row0, uint col0, uint d0) {
 
 // Store the registers into shared buffer `slot`, A transposed (4 x 4 in registers).
 void store_panel(uint lid, uint slot) {
-    for (uint s = 0; s < A_LOADS; ++s) {
+    UNROLL for (uint s = 0; s < A_LOADS; ++s) {
         uint unit = lid + s * THREADS;
         if (unit < A_UNITS) {
             a_panel[(slot * BK + unit % BK) * A_STRIDE + unit / BK] = a_next[s];
         }
     }
-    for (uint s = 0; s < B_LOADS; ++s) {
+    UNROLL for (uint s = 0; s < B_LOADS; ++s) {
         uint unit = lid + s * THREADS;
         if (unit < B_UNITS) {
             b_panel[(slot * BK + unit / B_STRIDE) * B_STRIDE + unit % B_STRIDE] = b_next[s];
@@ -169,7 +182,7 @@ void store_row(uint row, uint col, vec4 value, bool vec4_ok) {
         c4[C_AT(row * n + col) / 4] = value;
         return;
     }
-    for (uint j = 0; j < 4; ++j) {
+    UNROLL for (uint j = 0; j < 4; ++j) {
         if (col + j < n) {
             c[C_AT(row * n + col + j)] = value[j];
         }
@@ -204,8 +217,8 @@ void main() {
     // acc[i][h]: row i of this invocation's 8 (as in matmul.comp), columns h BN / NC + tx * 4
     // .. +3 (h < NC; with NC 2, acc[i][2] and [3] are never used, so cost nothing).
     vec4 acc[8][4];
-    for (uint i = 0; i < 8; ++i) {
-        for (uint h = 0; h < NC; ++h) {
+    UNROLL for (uint i = 0; i < 8; ++i) {
+        UNROLL for (uint h = 0; h < NC; ++h) {
             acc[i][h] = vec4(0.0);
         }
     }
@@ -219,14 +232,14 @@ void main() {
         if (p + 1 < panels) {
             load_panel(lid, row0, col0, d_begin + (p + 1) * BK);
         }
-        for (uint d = 0; d < BK; ++d) {
+        UNROLL for (uint d = 0; d < BK; ++d) {
             uint a_row = (slot * BK + d) * A_STRIDE;
             uint b_row = (slot * BK + d) * B_STRIDE;
             vec4 a_lo = a_panel[a_row + ty];
             vec4 a_hi = a_panel[a_row + TY + ty];
             vec4 b_lo = b_panel[b_row + tx];
             vec4 b_hi = b_panel[b_row + TX + tx];
-            for (uint i = 0; i < 4; ++i) {  // matmul.comp's FMAs in its order
+            UNROLL for (uint i = 0; i < 4; ++i) {  // matmul.comp's FMAs in its order
                 acc[i][0] = fma(vec4(a_lo[i]), b_lo, acc[i][0]);
                 acc[i][1] = fma(vec4(a_lo[i]), b_hi, acc[i][1]);
                 acc[i + 4][0] = fma(vec4(a_hi[i]), b_lo, acc[i + 4][0]);
@@ -235,7 +248,7 @@ void main() {
             if (NC == 4) {
                 vec4 b_2 = b_panel[b_row + 2 * TX + tx];
                 vec4 b_3 = b_panel[b_row + 3 * TX + tx];
-                for (uint i = 0; i < 4; ++i) {
+                UNROLL for (uint i = 0; i < 4; ++i) {
                     acc[i][2] = fma(vec4(a_lo[i]), b_2, acc[i][2]);
                     acc[i][3] = fma(vec4(a_lo[i]), b_3, acc[i][3]);
                     acc[i + 4][2] = fma(vec4(a_hi[i]), b_2, acc[i + 4][2]);
@@ -248,11 +261,11 @@ void main() {
     if (STAGED_STORES) {
         // Pass i: row i of every invocation's 8 (TY rows of BN floats) through b_panel, then
         // written a float per invocation, neighbours to neighbouring addresses.
-        for (uint i = 0; i < 8; ++i) {
+        UNROLL for (uint i = 0; i < 8; ++i) {
             barrier();  // the last panel, then the previous pass, has been read
             uint at = ty * BN + tx * 4;
-            for (uint h = 0; h < NC; ++h) {
-                for (uint j = 0; j < 4; ++j) {
+            UNROLL for (uint h = 0; h < NC; ++h) {
+                UNROLL for (uint j = 0; j < 4; ++j) {
                     C_ROWS(at + h * (BN / NC) + j) = acc[i][h][j];
                 }
             }
@@ -269,9 +282,9 @@ void main() {
         return;
     }
     bool vec4_ok = (flags & C_VEC4) != 0;
-    for (uint i = 0; i < 8; ++i) {
+    UNROLL for (uint i = 0; i < 8; ++i) {
         uint row = row0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);
-        for (uint h = 0; h < NC; ++h) {
+        UNROLL for (uint h = 0; h < NC; ++h) {
             store_row(row, col0 + h * (BN / NC) + tx * 4, acc[i][h], vec4_ok);
         }
     }
