@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import time
 from collections.abc import Iterator
@@ -148,6 +149,26 @@ def test_the_worker_runs_gpulab_run_only(worker_socket: Path, tmp_path: Path) ->
     status, err = request(worker_socket, ["validate", "graph.json"], tmp_path)
     assert status == EXIT_INPUT
     assert err == "gpulab: the worker runs `gpulab run` only, not `gpulab validate`\n"
+
+
+def test_the_socket_appears_only_once_the_worker_listens(tmp_path: Path) -> None:
+    # Bound under another name and renamed into place after listen(): a client that connects
+    # the moment the file is there (as start_worker's callers do) is never refused.
+    path = tmp_path / "worker.sock"
+    worker = subprocess.Popen(
+        [*GPULAB, "worker", "--socket", str(path)], stderr=subprocess.PIPE, env=environment()
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not path.is_socket():
+            assert worker.poll() is None and time.monotonic() < deadline
+        status, err = request(path, ["validate", "graph.json"], tmp_path)
+        assert (status, err.count("\n")) == (EXIT_INPUT, 1)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["worker.sock"]
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
 
 
 def test_a_directory_the_worker_cannot_enter_is_one_line_and_it_serves_on(

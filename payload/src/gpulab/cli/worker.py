@@ -60,6 +60,13 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(handler=main)
 
 
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
 def _listen(path: str) -> socket.socket:
     """A listening socket at `path`, mode 0600. A stale socket file is replaced; ValueError
     when a worker answers there already or the path is something else."""
@@ -75,15 +82,26 @@ def _listen(path: str) -> socket.socket:
                 raise ValueError(f"--socket {path}: a worker already serves it")
         os.unlink(path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # Bound and listening under a name of its own first, then renamed into place: a client
+    # that finds the socket file (a job script waiting for it) is never refused.
+    pending = f"{path}.new"
+    bound = False
     umask = os.umask(0o177)
     try:
-        listener.bind(path)
+        if _is_socket(pending):  # left by a worker that died starting
+            os.unlink(pending)
+        listener.bind(pending)
+        bound = True
+        listener.listen(16)
+        os.rename(pending, path)
     except OSError as exc:
         listener.close()
+        if bound:
+            with contextlib.suppress(OSError):
+                os.unlink(pending)
         raise ValueError(f"--socket {path}: cannot serve there ({exc.strerror or exc})") from None
     finally:
         os.umask(umask)
-    listener.listen(16)
     return listener
 
 
