@@ -225,7 +225,8 @@ class MatmulPlan:
 
     @property
     def split_shader(self) -> bool:
-        """Whether it runs matmul_split.comp (else matmul.comp, as before plans existed)."""
+        """Whether it runs the split build, matmul_split.comp or matmul_unrolled.comp
+        (split_source; else matmul.comp, as before plans existed)."""
         wide = self.tile is not None and self.tile.wide
         return self.split > 1 or self.staged or self.unrolled or wide
 

@@ -23,17 +23,17 @@
 // exact. TX, TY, BK and SUBGROUP_TILES are specialization constants chosen by the host from
 // the device's limits and the size of C.
 //
-// Built three times: matmul.comp as above, and matmul_split.comp (MATMUL_SPLIT 1) for the variants
+// Three builds: matmul.comp as above, and matmul_split.comp (MATMUL_SPLIT 1) for the variants
 // the host picks per shape regime (kernels/matmul_tiles.py). In that build, workgroup z takes
-// depths [z k_chunk, min(k, (z + 1) k_chunk)) and writes its m x n result slice_stride floats after
-// slice z - 1's (split-K; matmul_sum.comp adds the slices), and with STAGED_STORES each
+// depths [z k_chunk, min(k, (z + 1) k_chunk)) and writes its m x n result slice_stride floats
+// after slice z - 1's (split-K; matmul_sum.comp adds the slices), and with STAGED_STORES each
 // invocation's rows of C pass through shared memory (B's panels, free by then) first, so that
-// neighbouring invocations write neighbouring floats whatever n's alignment (rows of C that are not
-// whole vec4s). NC (4 instead of 2) widens each invocation's outputs to 8 x 16, as 2 x NC
-// sub-blocks of 4 x 4, column group h at h BN / NC + 4 tx, so a block is 8 TY x 16 TX: twice the
-// FMAs per shared load, and about 170 registers, for workgroups of up to 256. matmul.comp's code is
-// unchanged by the split build's lines (#if MATMUL_SPLIT). The third, matmul_unrolled.comp, is the
-// split build with MATMUL_UNROLL (below).
+// neighbouring invocations write neighbouring floats whatever n's alignment (rows of C that
+// are not whole vec4s). NC (4 instead of 2) widens each invocation's outputs to 8 x 16, as 2 x
+// NC sub-blocks of 4 x 4, column group h at h BN / NC + 4 tx, so a block is 8 TY x 16 TX:
+// twice the FMAs per shared load, and about 170 registers, for workgroups of up to 256.
+// matmul.comp's code is unchanged by the split build's lines (#if MATMUL_SPLIT).
+// The third, matmul_unrolled.comp, is the split build with MATMUL_UNROLL (below).
 
 #if defined(MATMUL_UNROLL)
 // matmul_unrolled.comp (the split build, plan part `unrolled`): every loop over an
