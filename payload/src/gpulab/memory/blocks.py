@@ -25,12 +25,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpulab.memory.errors import OutOfMemoryError
 from gpulab.memory.memory_types import alignment_for, candidate_types
-from gpulab.memory.offsets import OffsetAllocator, OffsetAllocatorFactory
 from gpulab.vk import MemoryHeap, MemoryType
+
+if TYPE_CHECKING:  # the offset allocators load the native library, which blocks need not
+    from gpulab.memory.offsets import OffsetAllocator, OffsetAllocatorFactory
 
 LARGE_HEAP_BLOCK = 256 << 20
 SMALL_HEAP = 1 << 30
