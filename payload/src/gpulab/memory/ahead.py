@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from gpulab.memory.blocks import block_size_for
+from gpulab.memory.blocks import block_size_for, takes_dedicated_block
 from gpulab.memory.memory_types import candidate_types
 from gpulab.memory.size_classes import size_class
 from gpulab.vk.ahead import hold_memory
@@ -51,7 +51,7 @@ def dedicated_blocks(
             continue
         best = candidates[0]
         heap = info.memory_heaps[best.heap_index]
-        if size > block_size_for(heap.size) // 2 and size <= room[heap.index]:
+        if takes_dedicated_block(size, block_size_for(heap.size)) and size <= room[heap.index]:
             room[heap.index] -= size
             blocks.append((best, size))
     return blocks

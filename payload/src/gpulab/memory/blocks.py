@@ -60,6 +60,12 @@ def block_size_for(heap_size: int) -> int:
     return LARGE_HEAP_BLOCK
 
 
+def takes_dedicated_block(size: int, block_size: int) -> bool:
+    """Whether a request of `size` bytes gets a block of its own where blocks are `block_size`:
+    above half a block, which would leave the rest of its block to smaller requests."""
+    return size > block_size // 2
+
+
 class Block:
     """One block of memory of one type; `offsets` is None for a dedicated block."""
 
@@ -177,7 +183,7 @@ class BlockAllocator:
             memory_type, alignment, limits.storage_alignment, limits.atom_size
         )
         preferred = self.block_size(memory_type)
-        if size > preferred // 2:
+        if takes_dedicated_block(size, preferred):
             block = self._new_block(memory_type, size, dedicated=True)
             return None if block is None else self._reserve(block, 0, size)
         for block in self.blocks[memory_type.index]:
