@@ -134,8 +134,9 @@ def test_the_values_ahead_are_the_large_ones_with_their_memory_kind(tmp_path: Pa
         "nodes": [
             {"id": "y", "op": "scale", "inputs": {"x": "x", "a": "a"}},
             {"id": "s", "op": "sum", "inputs": {"x": "small"}},
+            {"id": "on_cpu", "op": "scale", "inputs": {"x": "x", "a": "a"}, "backend": "cpu"},
         ],
-        "outputs": ["y", "s"],
+        "outputs": ["y", "s", "on_cpu"],
     }
     (tmp_path / "g.json").write_text(json.dumps(graph))
     assert values_ahead(load_graph(tmp_path / "g.json")) == [

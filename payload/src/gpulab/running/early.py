@@ -38,9 +38,9 @@ Values = list[tuple[int, str]]
 
 
 def values_ahead(graph: Graph) -> Values:
-    """The graph's values of at least SMALLEST_VALUE bytes, with the memory kind of their
-    buffers: a .npy input is read into device memory the host maps (gpulab.backends.vulkan);
-    none for a graph of more than MOST_VALUES values."""
+    """The graph's values of at least SMALLEST_VALUE bytes that a device may hold, with the
+    memory kind of their buffers: a .npy input is read into device memory the host maps
+    (gpulab.backends.vulkan); none for a graph of more than MOST_VALUES values."""
     from gpulab.graph.model import NpyFile, nbytes  # noqa: PLC0415 - loaded with the graph
 
     if len(graph.inputs) + len(graph.nodes) > MOST_VALUES:
@@ -49,7 +49,11 @@ def values_ahead(graph: Graph) -> Values:
         (nbytes(value.shape), "device_mapped" if isinstance(value.source, NpyFile) else "device")
         for value in graph.inputs.values()
     ]
-    values += [(nbytes(node.shape), "device") for node in graph.nodes.values()]
+    values += [
+        (nbytes(node.shape), "device")
+        for node in graph.nodes.values()
+        if node.backend in (None, "vulkan")  # a node run on the host has no device buffer
+    ]
     return [(size, kind) for size, kind in values if size >= SMALLEST_VALUE]
 
 
