@@ -23,8 +23,8 @@ from types import FrameType
 from typing import Any
 
 from gpulab.cli import main as cli_main
-from gpulab.cli import run as cli_run
 from gpulab.graph import MemoryLimit
+from gpulab.running import runner
 from hypothesis import HealthCheck, settings
 
 CONTRACT_CODES = {0, 2, 3, 4}
@@ -104,14 +104,14 @@ def _one_parser() -> Iterator[None]:
     """main() with the parser built once (building it costs more than most cases: argparse
     and gettext; it is the same parser every time in one process), and runs capped at
     RUN_MEMORY."""
-    build, available = cli_main.build_parser, cli_run.available_memory
+    build, available = cli_main.build_parser, runner.available_memory
     cli_main.build_parser = lambda only=None: _PARSER  # type: ignore[assignment]
-    cli_run.available_memory = lambda: min(available(), RUN_MEMORY, key=lambda m: m.bytes)  # type: ignore[assignment]
+    runner.available_memory = lambda: min(available(), RUN_MEMORY, key=lambda m: m.bytes)  # type: ignore[assignment]
     try:
         yield
     finally:
         cli_main.build_parser = build  # type: ignore[assignment]
-        cli_run.available_memory = available  # type: ignore[assignment]
+        runner.available_memory = available  # type: ignore[assignment]
 
 
 def in_process(argv: Sequence[str]) -> Outcome:

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpulab.cli import run as cli_run
 from gpulab.graph import MemoryLimit, load_graph, materialize, values
+from gpulab.running import runner
 
 from tests.fuzz.harness import Outcome, check_contract, in_process, result_of
 
@@ -194,7 +194,7 @@ def test_run_refuses_a_graph_larger_than_the_available_memory(
 ) -> None:
     # Was: checked against physical memory only, so a graph between the free and the total
     # memory was attempted (and met the OOM killer). `validate` keeps the physical limit.
-    monkeypatch.setattr(cli_run, "available_memory", lambda: MemoryLimit(64, "available memory"))
+    monkeypatch.setattr(runner, "available_memory", lambda: MemoryLimit(64, "available memory"))
     document = graph(x={"type": "vector", "fill": {"n": 100, "value": 1.0}})
     refused(
         run(tmp_path, document, "--backend", "cpu", command="run"),

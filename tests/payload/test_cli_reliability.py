@@ -14,12 +14,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpulab.cli import run as cli_run
 from gpulab.graph import MemoryLimit
 from gpulab.results import Result, result_file
 from gpulab.results.result import DATA_LIMIT
 from gpulab.results.result_file import PYTHON_NUMBER_BYTES
-from gpulab.running import Runner
+from gpulab.running import Runner, runner
 
 from tests.graph.graph_helpers import GPULAB, cli, small_graph, write_graph
 
@@ -216,7 +215,7 @@ def test_a_full_result_too_large_for_memory_is_exit_4_naming_the_estimate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Was: not counted; a --full result took 6x its file size in memory, then the OOM killer.
-    monkeypatch.setattr(cli_run, "available_memory", lambda: MemoryLimit(16 << 20, "memory"))
+    monkeypatch.setattr(runner, "available_memory", lambda: MemoryLimit(16 << 20, "memory"))
     document = small_graph()
     document["inputs"]["x"] = {"type": "vector", "fill": {"n": 1 << 20, "value": 1.0}}
     document["inputs"]["y"] = {"type": "vector", "fill": {"n": 1 << 20, "value": 0.5}}

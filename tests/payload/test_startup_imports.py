@@ -114,15 +114,3 @@ def test_the_public_names_resolve_to_their_modules() -> None:
     assert set(gpulab.__all__) <= set(dir(gpulab))
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = gpulab.nothing  # type: ignore[attr-defined]
-
-
-def test_the_early_thread_loads_no_numpy() -> None:
-    # What `gpulab run`'s early thread imports to open the device and allocate memory ahead,
-    # while the first thread imports numpy: one interpreter lock, so no work of the other's.
-    code = (
-        "import sys, gpulab.running.early, gpulab.vk.instance, gpulab.vk.device, "
-        "gpulab.vk.ahead, gpulab.placement.device_choice, gpulab.memory.ahead; "
-        "print('numpy' in sys.modules, 'gpulab.native' in sys.modules)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["False", "False"]

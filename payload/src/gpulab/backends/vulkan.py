@@ -513,8 +513,6 @@ class VulkanExecutor(OperationExecutor):
         if cached is None:
             cached = _Recording(self, segment, generated, streamed)
             self.recorded += 1
-            # What was allocated ahead for the run's buffers and not taken, no buffer takes.
-            self.session.manager.release_ahead()
         self._recordings[key] = cached
         while len(self._recordings) > CACHED_RECORDINGS:
             _, oldest = self._recordings.popitem(last=False)

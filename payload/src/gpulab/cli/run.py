@@ -19,11 +19,9 @@ from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME
 from gpulab.cli.graph_errors import guarded
 from gpulab.cli.graph_file import load_for_command
 from gpulab.cli.output import say, warn
-from gpulab.graph import available_memory
 
 if TYPE_CHECKING:
     from gpulab.running import Runner
-    from gpulab.running.early import EarlyStart
     from gpulab.running.kept import KeptRunners
 
 BUDGET_ENV = "GPULAB_MEMORY_BUDGET"
@@ -158,41 +156,32 @@ def profile_table(timing: dict[str, float], run_phases: tuple[str, ...]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from gpulab.running.early import start_vulkan  # noqa: PLC0415
+    from gpulab.running.early import finish_early, start_vulkan  # noqa: PLC0415
 
     # The driver starts on a second thread while this one imports and loads the graph, and
     # the device too unless a worker's kept runner has one open; joined before returning, so
     # no exit path leaves the driver half made.
     early = start_vulkan(args.backend, args.device, open_ahead=_kept is None)
     try:
-        return _run_graph(args, early)
+        return _run_graph(args)
     finally:
-        if early is not None:
-            early.finish(release=not args.process_ends)
+        finish_early(early, release=not args.process_ends)
 
 
-def _run_graph(args: argparse.Namespace, early: EarlyStart | None) -> int:
-    budget = _budget(args)
-    started = time.perf_counter()
-    # Loaded before the imports of numpy and the backends, so that the early thread
-    # allocates the graph's large buffers while they run (not under a budget: the blocks it
-    # would make assume the heaps' whole sizes). What a graph may hold at once is the host
-    # memory available now (values are made on the host unless only a device reads them,
-    # and host backends run there); one that fits the host but not the device is valid: on
-    # the device that is an out-of-memory failure (exit 4), under `auto` a fall back.
-    graph = load_for_command(args.graph, limit=available_memory())
-    load_ms = (time.perf_counter() - started) * 1e3
-    if early is not None and budget is None:
-        from gpulab.running.early import values_ahead  # noqa: PLC0415
-
-        early.allocate_for(values_ahead(graph))
+def _run_graph(args: argparse.Namespace) -> int:
     # Imported here: the runner loads numpy and the backends, which --help need not pay for.
     from gpulab.backends.base import RUN_PHASES  # noqa: PLC0415
     from gpulab.results import prepare_output, write_result  # noqa: PLC0415
 
+    budget = _budget(args)
     with _runner(args, budget) as runner:
+        started = time.perf_counter()
+        graph = load_for_command(args.graph, limit=runner.memory_limit())
+        load_ms = (time.perf_counter() - started) * 1e3
         warn(args.graph, graph.warnings)
-        target = prepare_output(args.output, Path(args.graph), graph, args.full, available_memory())
+        target = prepare_output(
+            args.output, Path(args.graph), graph, args.full, runner.memory_limit()
+        )
         if args.backend == "auto":
             say(runner.reason)
         result = runner.run(graph, compare=args.compare)

@@ -16,7 +16,7 @@ from gpulab._closeable import Closeable
 from gpulab.kernels.recorder import Kernels
 from gpulab.memory import MemoryManager, Stager
 from gpulab.vk import DeviceInfo, Instance, PhysicalDevice, Submitter, shared_instance
-from gpulab.vk.ahead import open_device, take_memory
+from gpulab.vk.ahead import open_device
 
 
 class DeviceSession(Closeable):
@@ -49,9 +49,7 @@ class DeviceSession(Closeable):
                 for heap in heaps
             }
             """The bytes each memory heap may hold (the heap's size, or the budget)."""
-            self.manager = MemoryManager(
-                self.device, heap_limits=self.heap_limits, ahead=take_memory(self.device)
-            )
+            self.manager = MemoryManager(self.device, heap_limits=self.heap_limits)
             self.kernels = Kernels(
                 self.device, max_binding_bytes=max_binding_bytes, subgroups=subgroups
             )

@@ -25,14 +25,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from gpulab.memory.errors import OutOfMemoryError
 from gpulab.memory.memory_types import alignment_for, candidate_types
+from gpulab.memory.offsets import OffsetAllocator, OffsetAllocatorFactory
 from gpulab.vk import MemoryHeap, MemoryType
-
-if TYPE_CHECKING:  # the offset allocators load the native library, which blocks need not
-    from gpulab.memory.offsets import OffsetAllocator, OffsetAllocatorFactory
 
 LARGE_HEAP_BLOCK = 256 << 20
 SMALL_HEAP = 1 << 30
@@ -58,12 +56,6 @@ def block_size_for(heap_size: int) -> int:
     if heap_size <= SMALL_HEAP:
         return max(MIN_BLOCK, heap_size // 8)
     return LARGE_HEAP_BLOCK
-
-
-def takes_dedicated_block(size: int, block_size: int) -> bool:
-    """Whether a request of `size` bytes gets a block of its own where blocks are `block_size`:
-    above half a block, which would leave the rest of its block to smaller requests."""
-    return size > block_size // 2
 
 
 class Block:
@@ -183,7 +175,7 @@ class BlockAllocator:
             memory_type, alignment, limits.storage_alignment, limits.atom_size
         )
         preferred = self.block_size(memory_type)
-        if takes_dedicated_block(size, preferred):
+        if size > preferred // 2:
             block = self._new_block(memory_type, size, dedicated=True)
             return None if block is None else self._reserve(block, 0, size)
         for block in self.blocks[memory_type.index]:

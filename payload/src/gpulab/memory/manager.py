@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,7 +21,9 @@ from gpulab.memory.errors import AllocationFreedError
 from gpulab.memory.memory_types import MAPPABLE
 from gpulab.memory.offsets import FirstFitAllocator, OffsetAllocatorFactory, default_factory
 from gpulab.vk import Buffer, Closeable, Device, DeviceMemory, MemoryType, ObjectClosedError
-from gpulab.vk.buffer import DEFAULT_USAGE as DEFAULT_USAGE  # noqa: PLC0414 - re-exported
+from gpulab.vk.buffer import STORAGE, TRANSFER_DST, TRANSFER_SRC
+
+DEFAULT_USAGE = STORAGE | TRANSFER_SRC | TRANSFER_DST
 
 
 class Part(Protocol):
@@ -170,10 +172,8 @@ class MemoryManager(Closeable):
 
     `heap_limits` caps heaps below their size ({heap index: bytes}); `allocator_factory`
     replaces the offset allocator (default: the native suballocator when built); empty
-    blocks are released `grace_s` seconds after their last allocation went; `ahead` is
-    memory allocated ahead for its blocks (gpulab.memory.ahead), which the manager owns:
-    each serves the first new block of its memory type and size, release_ahead() frees the
-    rest. Close it before the device (closing the device also releases everything).
+    blocks are released `grace_s` seconds after their last allocation went. Close it before
+    the device (closing the device also releases everything).
     """
 
     def __init__(
@@ -185,7 +185,6 @@ class MemoryManager(Closeable):
         block_size: int | None = None,
         grace_s: float = DEFAULT_GRACE_S,
         clock: Callable[[], float] = time.monotonic,
-        ahead: Iterable[DeviceMemory] = (),
     ) -> None:
         info = device.info
         if allocator_factory is None:
@@ -206,27 +205,12 @@ class MemoryManager(Closeable):
         )
         self._parts: dict[int, tuple[str, Part, AddUp]] = {}
         self._reservations: set[Reservation] = set()
-        self._ahead = list(ahead)
-        self.taken_ahead = 0
-        """How many of its blocks came from the memory allocated ahead."""
-        # A full heap frees what was allocated ahead before a request moves to worse memory.
-        self.blocks.on_exhausted.append(self.release_ahead)
         self.closed = False
 
     def _allocate_memory(self, memory_type: MemoryType, size: int) -> DeviceMemory:
-        for index, memory in enumerate(self._ahead):
-            if memory.memory_type.index == memory_type.index and memory.size == size:
-                self.taken_ahead += 1
-                return self._ahead.pop(index)
         return DeviceMemory(
             self.device, size, 1 << memory_type.index, required=memory_type.property_flags
         )
-
-    def release_ahead(self) -> None:
-        """Free the memory allocated ahead that no block took."""
-        memories, self._ahead = self._ahead, []
-        for memory in memories:
-            memory.close()
 
     def reserve(self, nbytes: int, kind: str = "device", usage: int = DEFAULT_USAGE) -> Reservation:
         """A bound buffer of `nbytes` (the pools' building block; most callers use allocate)."""
@@ -303,7 +287,6 @@ class MemoryManager(Closeable):
             reservation.buffer.close()
         self._reservations.clear()
         self.blocks.close()
-        self.release_ahead()
 
 
 def allocate_dedicated(

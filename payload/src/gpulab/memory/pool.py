@@ -17,10 +17,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulab.memory.manager import DEFAULT_USAGE, Allocation, MemoryManager, Reservation
-from gpulab.memory.size_classes import size_class
 from gpulab.vk import Closeable, ObjectClosedError
 
+SMALLEST_CLASS = 256
+EXACT_ABOVE = 256 << 20
+PAGE = 4096
 HISTORY = 10_000
+
+
+def size_class(nbytes: int) -> int:
+    """The capacity that serves `nbytes`: a power of two split in four (at most 25% more),
+    256 bytes at least; above 256 MiB the size rounded to a 4 KiB page."""
+    if nbytes <= SMALLEST_CLASS:
+        return SMALLEST_CLASS
+    if nbytes > EXACT_ABOVE:
+        return -(-nbytes // PAGE) * PAGE
+    step = (1 << (nbytes.bit_length() - 1)) // 4
+    return -(-nbytes // step) * step
 
 
 @dataclass

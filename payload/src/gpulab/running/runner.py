@@ -21,7 +21,9 @@ from gpulab.backends.base import (
 from gpulab.backends.select import auto_fallback, open_executor, resolve
 from gpulab.graph import (
     Graph,
+    MemoryLimit,
     Node,
+    available_memory,
     materialize,
     schedule,
 )
@@ -118,6 +120,13 @@ class Runner(Closeable):
     def device_warning(self) -> str | None:
         """Why the device asked for is questionable (outside the Slurm allocation), if it is."""
         return None if self._choice is None else self._choice.warning
+
+    def memory_limit(self) -> MemoryLimit:
+        """What a graph may hold at once to run here: the host memory available now (values
+        are made on the host unless only a device reads them, and host backends run there).
+        A graph that fits the host but not the device is valid: on the device that is an
+        out-of-memory failure (exit 4), under `auto` a fall back to the host."""
+        return available_memory()
 
     def executor(self, backend: str) -> OperationExecutor:
         """The open executor of a concrete backend (opened on first use)."""

@@ -1,11 +1,9 @@
-"""Devices, and memory on them, made ahead of their use on another thread.
+"""Devices opened ahead of their use, on another thread.
 
 `gpulab run` opens its device on a second thread while the first imports numpy and the
 kernels (gpulab.running.early): vkCreateDevice takes 55-70 ms on the H100's driver, with the
 GIL released. The device waits here until the run's session asks for its physical device
-(open_device). Once the graph is loaded, the same thread allocates the memory of its large
-buffers (gpulab.memory.ahead), which waits here for the session's memory manager
-(take_memory). This module loads the Vulkan binding only when a device is opened, so the
+(open_device). This module loads the Vulkan binding only when a device is opened, so the
 thread that starts the early work never does.
 """
 
@@ -16,17 +14,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gpulab.vk.device import Device
-    from gpulab.vk.memory import DeviceMemory
     from gpulab.vk.physical_device import PhysicalDevice
 
 _ahead: Device | None = None
 """The device opened ahead, until a session takes it or close_unused_ahead closes it."""
 _ahead_settled = threading.Event()
 _ahead_settled.set()
-_memories: list[DeviceMemory] = []
-"""Memory allocated ahead, until the manager of its device's session takes it."""
-_memory_settled = threading.Event()
-_memory_settled.set()
 
 
 def opening_ahead() -> None:
@@ -39,48 +32,13 @@ def ahead_settled() -> None:
     _ahead_settled.set()
 
 
-def open_ahead(physical_device: PhysicalDevice) -> Device:
+def open_ahead(physical_device: PhysicalDevice) -> None:
     """Open a device of `physical_device` for open_device to take (between opening_ahead and
-    ahead_settled, on the thread that opens it); the thread may then allocate memory on it
-    (hold_memory), not own it."""
+    ahead_settled, on the thread that opens it)."""
     from gpulab.vk.device import Device  # noqa: PLC0415 - the binding, on this thread only
 
     global _ahead  # noqa: PLW0603 - the one slot, handed over through _ahead_settled
     _ahead = Device(physical_device)
-    return _ahead
-
-
-def allocating_ahead() -> None:
-    """Memory is being allocated ahead (on another thread): take_memory waits for it until
-    memory_settled() (call both, the second whatever happens)."""
-    _memory_settled.clear()
-
-
-def memory_settled() -> None:
-    _memory_settled.set()
-
-
-def hold_memory(memory: DeviceMemory) -> None:
-    """Keep memory allocated ahead for take_memory (between allocating_ahead and
-    memory_settled, on the thread that allocates it)."""
-    _memories.append(memory)
-
-
-def take_memory(device: Device) -> list[DeviceMemory]:
-    """The memory allocated ahead on `device` (waiting while some is being allocated); the
-    caller owns it."""
-    _memory_settled.wait()
-    taken = [memory for memory in _memories if memory.device is device]
-    _memories[:] = [memory for memory in _memories if memory.device is not device]
-    return taken
-
-
-def _release_memory() -> None:
-    """Free the memory no manager took (before its device closes)."""
-    _memory_settled.wait()
-    memories, _memories[:] = list(_memories), []
-    for memory in memories:
-        memory.close()
 
 
 def _take() -> Device | None:
@@ -99,15 +57,12 @@ def open_device(physical_device: PhysicalDevice) -> Device:
     if device is not None and device.physical_device is physical_device:
         return device
     if device is not None:
-        _release_memory()
         device.close()  # opened for a device this process did not ask for after all
     return Device(physical_device)
 
 
 def close_unused_ahead() -> None:
-    """Close the device opened ahead if no one took it (the run chose cpu, or failed), and
-    free the memory allocated ahead that no manager took."""
+    """Close the device opened ahead if no one took it (the run chose cpu, or failed)."""
     device = _take()
-    _release_memory()
     if device is not None:
         device.close()

@@ -15,8 +15,6 @@ if TYPE_CHECKING:
 STORAGE = 0x20  # VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
 TRANSFER_SRC = 0x01
 TRANSFER_DST = 0x02
-DEFAULT_USAGE = STORAGE | TRANSFER_SRC | TRANSFER_DST
-"""What gpulab's buffers are made for: kernels read and write them, copies go both ways."""
 
 
 def closed_buffers() -> int:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
+
 from gpulab.vk._binding import vk
 from gpulab.vk._handle import VkObject
 from gpulab.vk.errors import MemoryMapFailed, NoSuitableMemoryType, VulkanError, error_for_result
 from gpulab.vk.physical_device import MEMORY_PROPERTIES, DeviceInfo, MemoryType
 
 if TYPE_CHECKING:
-    import numpy.typing as npt
-
     from gpulab.vk.device import Device
 
 DEVICE_LOCAL = 0x01
@@ -114,9 +115,6 @@ class DeviceMemory(VkObject):
 
     def view(self, dtype: npt.DTypeLike, count: int, offset: int = 0) -> npt.NDArray[Any]:
         """A zero-copy numpy view of mapped memory, valid until unmap() or close()."""
-        # numpy is imported here: the early thread of `gpulab run` allocates memory without it.
-        import numpy as np  # noqa: PLC0415
-
         dt = np.dtype(dtype)
         if offset < 0 or count < 0 or offset + count * dt.itemsize > self.size:
             raise ValueError(
@@ -126,8 +124,6 @@ class DeviceMemory(VkObject):
 
     def write(self, data: npt.NDArray[Any], offset: int = 0) -> None:
         """Copy an array into the memory at a byte offset."""
-        import numpy as np  # noqa: PLC0415 - see view()
-
         flat = np.ascontiguousarray(data).reshape(-1)
         target = self.view(flat.dtype, flat.size, offset)
         target[:] = flat
