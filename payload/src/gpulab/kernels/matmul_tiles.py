@@ -305,10 +305,11 @@ def regime(m: int, k: int, n: int) -> str:
 
 
 DEVICE_PLANS: dict[str, dict[str, str]] = {
-    # H100 sweep of 6 Dec (docs/benchmarks.md): 1024^3 0.57x -> 0.88x cuBLAS, 1000^3 0.45x ->
-    # 0.78x, 2048^3 0.74x -> 0.84x, 4097x33x4095 0.49x -> 0.54x; 4096^3 and 8192^3 stay auto.
+    # H100 sweeps of 6 and 7 Dec (docs/benchmarks.md): 1024^3 0.57x -> 0.87x cuBLAS, 1000^3
+    # 0.45x -> 0.78x, 2048^3 0.74x -> 0.83x, 4097x33x4095 0.49x -> 0.80x (staged stores, their
+    # loops unrolled); 4096^3 and 8192^3 stay auto.
     "nvidia": {
-        "thin_k": "32x16x8",
+        "thin_k": "32x16x8+staged+unrolled",
         "small": "16x16x8+split2",
         "medium": "32x16x8s",
         "large": "auto",
