@@ -89,7 +89,7 @@ CANDIDATES = (
 """The default candidates: today's tiles and two more shapes (a 256 x 128 block, a 16-deep
 panel), wide tiles (8 x 16 outputs per invocation: 128 x 256 blocks of 256 invocations, 128 x
 128 of 128), split-K for the small and medium products, staged stores, and the wide, staged
-and split ones again from matmul_unrolled.comp (`unrolled`: not yet measured on a GPU)."""
+and split ones again from matmul_unrolled.comp (`unrolled`)."""
 AGAIN = "auto (again)"
 """auto measured once more after the others at each shape: the drift of the run."""
 SPLIT_SKIPPED = ("large", "thin_k")

@@ -38,9 +38,9 @@
 #if defined(MATMUL_UNROLL)
 // matmul_unrolled.comp (the split build, plan part `unrolled`): every loop over an
 // invocation's registers (acc, a_next, b_next) carries [[unroll]], so that no index into them
-// can stay dynamic. To be measured on NVIDIA: whether its compiler leaves the loops over NC's
-// column groups, or the staged stores' passes (barriers in them), rolled and so keeps acc in
-// local memory (the wide and staged variants ran at 1-2 TFLOP/s, docs/benchmarks.md).
+// can stay dynamic. NVIDIA's compiler left those loops rolled, acc in local memory: the wide
+// and staged variants ran at 1-2 TFLOP/s, and 15-20 times faster unrolled (H100, 7 Dec,
+// docs/benchmarks.md).
 #extension GL_EXT_control_flow_attributes : require
 #define UNROLL [[unroll]]
 #else
