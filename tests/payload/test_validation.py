@@ -13,7 +13,14 @@ import pytest
 from gpulab import GpuComputePipeline
 from gpulab.vk import Buffer, CommandPool, Device, DeviceMemory, Fence, Instance
 from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
-from gpulab.vk.instance import VALIDATION_LAYER, VALIDATION_LOG_ENV, available_layers
+from gpulab.vk.instance import (
+    VALIDATION_ENV,
+    VALIDATION_LAYER,
+    VALIDATION_LOG_ENV,
+    available_layers,
+)
+
+from tests.payload.test_cli import gpulab, no_driver_env
 
 pytestmark = pytest.mark.skipif(
     VALIDATION_LAYER not in available_layers(),
@@ -95,3 +102,13 @@ def test_a_copy_reading_without_a_barrier_is_a_synchronization_hazard(
             buffer.close()
             memory.close()
     assert any("SYNC-HAZARD-READ-AFTER-WRITE" in message for message in _errors(caplog))
+
+
+def test_a_run_without_a_driver_says_why_in_one_line_with_validation_on() -> None:
+    # The messenger in vkCreateInstance's chain sees the loader's own lines about the missing
+    # driver (once per attempt: the early thread's and the run's); the error says it once.
+    env = {**no_driver_env(), VALIDATION_ENV: "1"}
+    done = gpulab("run", "payload/examples/saxpy_norm.json", "--backend", "vulkan", env=env)
+    assert done.returncode == 3
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "found no compatible driver" in done.stderr

@@ -47,9 +47,24 @@ def _available_extensions(layer: str | None = None) -> set[str]:
     return {ext.extensionName for ext in vk.vkEnumerateInstanceExtensionProperties(layer)}
 
 
+_creating = threading.local()
+"""Per thread, while it is in vkCreateInstance: `held`, the messages of that call, reported
+once it succeeds. When it fails, its exception says why in one line, and the loader's own
+lines about the same failure ("Found no drivers!", once per attempt) are dropped."""
+
+
 def _on_validation_message(severity: int, _types: int, data: Any, _user: Any) -> int:
     message = vk.ffi.string(data.pMessage).decode(errors="replace")
     error = severity >= vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
+    held = getattr(_creating, "held", None)
+    if held is not None:
+        held.append((error, message))
+    else:
+        _report(error, message)
+    return 0
+
+
+def _report(error: bool, message: str) -> None:
     log.log(logging.ERROR if error else logging.WARNING, "%s", message)
     path = os.environ.get(VALIDATION_LOG_ENV)
     if path:
@@ -61,7 +76,6 @@ def _on_validation_message(severity: int, _types: int, data: Any, _user: Any) ->
             os.write(out, record)
         finally:
             os.close(out)
-    return 0
 
 
 def _messenger_info() -> Any:
@@ -83,6 +97,19 @@ def _create_messenger(raw_instance: Any) -> Callable[[], object]:
     info = _messenger_info()
     raw = create(raw_instance, info, None)
     return functools.partial(destroy, raw_instance, raw, None)
+
+
+def _create_holding_messages(create_info: Any) -> Any:
+    """vkCreateInstance with a messenger in its chain; its messages reported if it succeeds."""
+    held: list[tuple[bool, str]] = []
+    _creating.held = held
+    try:
+        raw = vk.vkCreateInstance(create_info, None)
+    finally:
+        _creating.held = None
+    for error, message in held:
+        _report(error, message)
+    return raw
 
 
 def _destroy_instance(raw: Any, destroy_messenger: Callable[[], object] | None) -> None:
@@ -140,7 +167,11 @@ class Instance(VkObject):
             ppEnabledLayerNames=layers or None,
             ppEnabledExtensionNames=extensions or None,
         )
-        raw = vk.vkCreateInstance(create_info, None)
+        raw = (
+            _create_holding_messages(create_info)
+            if messenger_info
+            else vk.vkCreateInstance(create_info, None)
+        )
         try:
             destroy_messenger = _create_messenger(raw) if messenger_info else None
         except BaseException:
