@@ -4,7 +4,7 @@
         run GRAPH.json --backend vulkan -o RESULT.json
     python3 payload/benchmarks/cold_timeline.py --show OUT.json
 
-The first form runs the command as the `gpulab` command does (gpulab.cli.main.entry: main
+The first form runs the command as the `gpulab` command does (gpulab.cli.launch.entry: main
 with process_ends, then os._exit) while a sampler thread records every other thread's stack
 each 0.5 ms, then writes the samples. Each sample is labelled by what the thread was doing:
 `import X` (the innermost module being imported, X its package, or gpulab's module), else the
@@ -107,6 +107,9 @@ def record(out: str, argv: list[str]) -> None:
     thread = threading.Thread(target=sampler, daemon=True)
     thread.start()
     stamps = {"ready": time.perf_counter() - T0}
+    from gpulab.cli import head_start  # noqa: PLC0415 - as gpulab.cli.launch.entry does
+
+    head_start.start(argv)
     from gpulab.cli.main import main  # noqa: PLC0415 - timed as the command's imports
 
     stamps["imported"] = time.perf_counter() - T0

@@ -1,5 +1,5 @@
 """`python -m gpulab`: the same as the `gpulab` command."""
 
-from gpulab.cli.main import entry
+from gpulab.cli.launch import entry
 
 entry()

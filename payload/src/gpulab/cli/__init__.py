@@ -1,1 +1,1 @@
-"""The `gpulab` command-line tool (entry point: gpulab.cli.main:entry)."""
+"""The `gpulab` command-line tool (entry point: gpulab.cli.launch:entry)."""

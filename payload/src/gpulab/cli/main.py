@@ -116,8 +116,15 @@ def entry() -> NoReturn:
     nothing uses any more) costs 50-100 ms per command and changes nothing outside. A `run`
     leaves its Vulkan device to the process's end too: the driver releases a device, its
     memory and pipelines at exit at once, where destroying them one by one took 40-100 ms on
-    the H100."""
-    code = main(process_ends=True)
+    the H100. argparse's own exits (--help, bad flags) end the same way: the driver thread
+    the launcher may have started (head_start) can still be inside the driver, which an
+    interpreter's exit would unload under it."""
+    try:
+        code = main(process_ends=True)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a reader that left, a closed stream
             stream.flush()

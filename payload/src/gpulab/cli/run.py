@@ -156,12 +156,16 @@ def profile_table(timing: dict[str, float], run_phases: tuple[str, ...]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from gpulab.cli.head_start import take  # noqa: PLC0415
     from gpulab.running.early import finish_early, start_vulkan  # noqa: PLC0415
 
     # The driver starts on a second thread while this one imports and loads the graph, and
-    # the device too unless a worker's kept runner has one open; joined before returning, so
-    # no exit path leaves the driver half made.
-    early = start_vulkan(args.backend, args.device, open_ahead=_kept is None)
+    # the device too unless a worker's kept runner has one open (the `gpulab` command started
+    # it already from its bare command line where it could: head_start); joined before
+    # returning, so no exit path leaves the driver half made.
+    early = take()
+    if early is None:
+        early = start_vulkan(args.backend, args.device, open_ahead=_kept is None)
     try:
         return _run_graph(args)
     finally:

@@ -41,13 +41,21 @@ def _open_driver(device: int | None, open_ahead: bool) -> None:
 
 
 def start_vulkan(
-    backend: str, device: int | None = None, *, open_ahead: bool = False
+    backend: str, device: int | None = None, *, open_ahead: bool = False, import_first: bool = False
 ) -> threading.Thread | None:
     """Start opening the Vulkan driver for a run on `backend` (None for cpu and native); with
     `open_ahead`, also the device the run will choose (`device`: its --device), which the
-    run's DeviceSession then takes (gpulab.vk.ahead.open_device); finish_early ends it."""
+    run's DeviceSession then takes (gpulab.vk.ahead.open_device); finish_early ends it.
+    `import_first`: import the thread's modules (the Vulkan binding, the device choice; no
+    numpy) on this thread before starting it, for a caller that has not begun its own imports
+    yet: the thread then goes straight to the driver, instead of sharing the GIL with the
+    caller's imports (gpulab.cli.head_start)."""
     if backend not in VULKAN_BACKENDS:
         return None
+    if import_first:
+        import gpulab.placement.device_choice  # noqa: PLC0415
+        import gpulab.vk.ahead  # noqa: PLC0415
+        import gpulab.vk.device  # noqa: F401, PLC0415
     if open_ahead:
         from gpulab.vk.ahead import opening_ahead  # noqa: PLC0415
 

@@ -1,0 +1,66 @@
+"""`gpulab run`'s Vulkan driver started from the bare command line, before any parser exists.
+
+A run opens its device on a second thread (gpulab.running.early). Started from the run's
+handler, that thread began only after the command line's modules were imported, and its own
+imports (the Vulkan binding, the device choice) then shared the GIL with the main thread's
+numpy, each slowing the other. The launcher (gpulab.cli.launch) calls start() first: for a
+`run` on vulkan or auto it imports what the thread needs, on this thread and uncontended, then
+starts the thread, whose path to the device is then the driver's own work; the handler takes
+that thread (take) instead of starting one. A command line it cannot read with certainty (an
+abbreviated flag, --help, a worker) leaves the start to the handler, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+
+_WORKER_ENV = "GPULAB_WORKER"  # gpulab.cli.run.WORKER_ENV: that module is what this precedes
+_VALUED = ("--backend", "--device")
+_UNSURE = ("--backend", "--device", "--worker", "--help")
+"""Flags whose abbreviations (argparse takes `--back`) this reader leaves to the parser."""
+
+_started: threading.Thread | None = None
+
+
+def read_run(argv: Sequence[str]) -> tuple[str, int | None] | None:
+    """(backend, device) of a `gpulab run` command line whose driver may start now; None when
+    it is not such a command line or this reading might differ from the parser's."""
+    if not argv or argv[0] != "run" or os.environ.get(_WORKER_ENV):
+        return None
+    backend, device = "auto", None
+    tokens = iter(argv[1:])
+    for token in tokens:
+        if token == "--":
+            break
+        name, has_value, value = token.partition("=")
+        if name in _VALUED and not has_value:
+            value = next(tokens, "")
+        if name == "--backend":
+            backend = value
+        elif name == "--device":
+            if not value.isdigit():
+                return None
+            device = int(value)
+        elif name == "-h" or (name.startswith("--") and any(f.startswith(name) for f in _UNSURE)):
+            return None
+    return backend, device
+
+
+def start(argv: Sequence[str]) -> None:
+    """Start the driver thread for the run `argv` asks for, if read_run can tell."""
+    global _started  # noqa: PLW0603 - one command line per process
+    wanted = read_run(argv)
+    if wanted is None:
+        return
+    from gpulab.running.early import start_vulkan  # noqa: PLC0415
+
+    _started = start_vulkan(*wanted, open_ahead=True, import_first=True)
+
+
+def take() -> threading.Thread | None:
+    """The thread start() started (once; None if it started none): the run's to finish."""
+    global _started
+    thread, _started = _started, None
+    return thread
