@@ -6,7 +6,8 @@ from __future__ import annotations
 import textwrap
 
 from gpulab.cli.errors import EXIT_MEANINGS
-from gpulab.cli.run import BUDGET_ENV, WORKER_ENV
+from gpulab.cli.head_start import WORKER_ENV
+from gpulab.cli.run import BUDGET_ENV
 from gpulab.cli.submit import SHARED_DIR_ENV
 from gpulab.submit.defaults import DEFAULT_SHARED_DIR
 

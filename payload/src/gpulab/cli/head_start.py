@@ -16,7 +16,9 @@ import os
 import threading
 from collections.abc import Sequence
 
-_WORKER_ENV = "GPULAB_WORKER"  # gpulab.cli.run.WORKER_ENV: that module is what this precedes
+WORKER_ENV = "GPULAB_WORKER"
+"""The socket of the `gpulab worker` a run goes to when --worker is not given (gpulab.cli.run):
+defined here, where the launcher reads it before that module is imported."""
 _VALUED = ("--backend", "--device")
 _UNSURE = ("--backend", "--device", "--worker", "--help")
 """Flags whose abbreviations (argparse takes `--back`) this reader leaves to the parser."""
@@ -24,10 +26,15 @@ _UNSURE = ("--backend", "--device", "--worker", "--help")
 _started: threading.Thread | None = None
 
 
+def worker_socket() -> str | None:
+    """$GPULAB_WORKER: the worker socket a run goes to by default (None: none)."""
+    return os.environ.get(WORKER_ENV) or None
+
+
 def read_run(argv: Sequence[str]) -> tuple[str, int | None] | None:
     """(backend, device) of a `gpulab run` command line whose driver may start now; None when
     it is not such a command line or this reading might differ from the parser's."""
-    if not argv or argv[0] != "run" or os.environ.get(_WORKER_ENV):
+    if not argv or argv[0] != "run" or worker_socket() is not None:
         return None
     backend, device = "auto", None
     tokens = iter(argv[1:])

@@ -18,6 +18,7 @@ from gpulab.cli.arguments import add_backend, add_device, add_graph
 from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME
 from gpulab.cli.graph_errors import guarded
 from gpulab.cli.graph_file import load_for_command
+from gpulab.cli.head_start import WORKER_ENV, take, worker_socket
 from gpulab.cli.output import say, warn
 
 if TYPE_CHECKING:
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from gpulab.running.kept import KeptRunners
 
 BUDGET_ENV = "GPULAB_MEMORY_BUDGET"
-WORKER_ENV = "GPULAB_WORKER"
 _kept: KeptRunners | None = None
 """Set while a `gpulab worker` serves runs: their Runners are kept open between graphs."""
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -100,7 +100,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--worker",
         metavar="SOCKET",
-        default=os.environ.get(WORKER_ENV) or None,
+        default=worker_socket(),
         help="run on the `gpulab worker` serving SOCKET, whose device stays open between graphs "
         f"(default ${WORKER_ENV}; paths are taken from this directory, the environment is the "
         "worker's)",
@@ -156,7 +156,6 @@ def profile_table(timing: dict[str, float], run_phases: tuple[str, ...]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from gpulab.cli.head_start import take  # noqa: PLC0415
     from gpulab.running.early import finish_early, start_vulkan  # noqa: PLC0415
 
     # The driver starts on a second thread while this one imports and loads the graph, and

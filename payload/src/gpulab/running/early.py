@@ -54,7 +54,6 @@ def start_vulkan(
         return None
     if import_first:
         import gpulab.placement.device_choice  # noqa: PLC0415
-        import gpulab.vk.ahead  # noqa: PLC0415
         import gpulab.vk.device  # noqa: F401, PLC0415
     if open_ahead:
         from gpulab.vk.ahead import opening_ahead  # noqa: PLC0415

@@ -100,7 +100,7 @@ def _create_messenger(raw_instance: Any) -> Callable[[], object]:
 
 
 def _create_holding_messages(create_info: Any) -> Any:
-    """vkCreateInstance with a messenger in its chain; its messages reported if it succeeds."""
+    """vkCreateInstance; the messages of a messenger in its chain reported if it succeeds."""
     held: list[tuple[bool, str]] = []
     _creating.held = held
     try:
@@ -167,11 +167,7 @@ class Instance(VkObject):
             ppEnabledLayerNames=layers or None,
             ppEnabledExtensionNames=extensions or None,
         )
-        raw = (
-            _create_holding_messages(create_info)
-            if messenger_info
-            else vk.vkCreateInstance(create_info, None)
-        )
+        raw = _create_holding_messages(create_info)
         try:
             destroy_messenger = _create_messenger(raw) if messenger_info else None
         except BaseException:
