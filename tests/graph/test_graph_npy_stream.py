@@ -1,15 +1,16 @@
 """.npy inputs that only Vulkan reads are streamed from the file into the device buffer
 (Stager.upload_file): float32 C-order data as it is, through the staging ring (a discrete
 GPU's VRAM the host cannot map) or straight into mapped memory (lavapipe's; VRAM behind a
-resizable BAR unless the read checks the values); other dtypes and Fortran order go
-the pinned way. Either way the values are numpy's, bit for bit; bad files are exit 2 with one
-line naming the input, found by the load (as `gpulab validate` finds them), or by the read
-where a caller loads with check_values=False."""
+resizable BAR); other dtypes and Fortran order go the pinned way. Either way the values are
+numpy's, bit for bit; bad files are exit 2 with validate's lines, found by the load (as
+`gpulab validate` finds them) or, where the graph was loaded with check_values=False (`gpulab
+run` on Vulkan), by the device that read the file (the host, for the pinned way)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from gpulab.backends.vulkan import VulkanExecutor
 from gpulab.graph import GraphInvalid
 from gpulab.memory import Allocation
 from gpulab.vk.memory import HOST_CACHED
-from graph_helpers import needs_vulkan, subprocess_cli, write_graph
+from graph_helpers import cli, needs_vulkan, subprocess_cli, write_graph
 
 CHUNK = 64 << 10
 """The file chunk for these tests (the smallest the Stager takes): files of a few hundred
@@ -91,17 +92,11 @@ def matrix_graph(folder: Path, array: np.ndarray[Any, Any]) -> Path:
     return write_graph(folder, graph)
 
 
-def streamed_path(way: str, result: Any, inspected: bool) -> str:
+def streamed_path(way: str) -> str:
     """Where a streamed file went: the ring ("file"), or straight into the input's mapped
-    buffer ("file_direct"), unless it is uncached memory the values' check would read back.
-    "mapped" keeps the device's own memory: lavapipe's is host-cached; an NVIDIA GPU's mapped
-    VRAM (when the tests run there) is not."""
-    if way == "ring":
-        return "file"
-    if way == "rebar":
-        return "file" if inspected else "file_direct"
-    cached = result.device.get("type") == "cpu"
-    return "file_direct" if cached or not inspected else "file"
+    buffer ("file_direct"). Its values are checked on the device when the load did not
+    check them, so no host read of uncached memory ever keeps a file off the direct way."""
+    return "file" if way == "ring" else "file_direct"
 
 
 def run_vulkan(path: Path, check_values: bool = False) -> tuple[Any, dict[str, int]]:
@@ -138,7 +133,7 @@ def test_float32_files_are_streamed_bit_for_bit(
     result, counts = run_vulkan(vector_graph(tmp_path, array), check_values)
     same_bits(result.outputs["s"], array)
     assert result.inputs["x"] == {"source": "file", "made_on": "host", "read": "streamed"}
-    assert counts[streamed_path(way, result, inspected=not check_values)] == 1
+    assert counts[streamed_path(way)] == 1
     assert counts["pinned"] == 0
 
 
@@ -190,8 +185,9 @@ def test_matrices_stream_in_c_order_and_fortran_order_goes_the_pinned_way(
 def test_a_value_no_float32_can_hold_is_found_by_the_read(
     tmp_path: Path, way: str, dtype: str
 ) -> None:
-    """Loaded without the value check (gpulab run), the read finds it: one problem naming
-    the input, the file and the element, as validation words it."""
+    """Loaded without the value check (gpulab run on Vulkan), the run finds it (a float32
+    file on the device that read it, another type on the host as it is cast): one problem
+    naming the input, the file and the element, as validation words it."""
     array = np.ones(N, dtype=dtype)
     array[5 * CHUNK // 4 + 7] = np.inf if dtype == "<f4" else 1e300
     path = vector_graph(tmp_path, array)
@@ -298,3 +294,96 @@ def test_validation_checks_large_files_on_threads_and_reports_the_first_bad_elem
         "element [12, 3] is nan; values must be finite and fit float32 (at most 3.4028235e+38 "
         "in size)"
     )
+
+
+def _lines(done: subprocess.CompletedProcess[str]) -> list[str]:
+    return done.stderr.splitlines()
+
+
+def files_graph(
+    folder: Path,
+    files: dict[str, np.ndarray[Any, Any]],
+    nodes: list[dict[str, Any]],
+    outputs: list[str],
+) -> dict[str, Any]:
+    """A graph whose inputs are vectors from NAME.npy files, saved in `folder`."""
+    for name, values in files.items():
+        np.save(folder / f"{name}.npy", values)
+    inputs = {name: {"type": "vector", "file": f"{name}.npy"} for name in files}
+    return {"version": 1, "inputs": inputs, "nodes": nodes, "outputs": outputs}
+
+
+def validate_and_run(
+    path: Path,
+) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """`gpulab validate` and `gpulab run --backend vulkan` on `path`: both refuse it."""
+    validated = subprocess_cli("validate", str(path))
+    ran = subprocess_cli("run", str(path), "--backend", "vulkan")
+    assert (validated.returncode, ran.returncode) == (2, 2), ran.stderr
+    return validated, ran
+
+
+@needs_vulkan
+def test_gpulab_run_on_vulkan_checks_values_on_the_device_not_at_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No pass over the file before the run: the device that reads it finds its NaN, and the
+    refusal is validate's, line for line; a good file runs with no host check at all."""
+    checks: list[int] = []
+    first_bad_value = gpulab.graph.npy.first_bad_value
+    monkeypatch.setattr(
+        gpulab.graph.npy,
+        "first_bad_value",
+        lambda array, threads=None: checks.append(array.size) or first_bad_value(array, threads),
+    )
+    array = np.ones(N, dtype=np.float32)
+    path = vector_graph(tmp_path, array)
+    code, _, err = cli(capsys, "run", str(path), "--backend", "vulkan", "-o", "-")
+    assert (code, err, checks) == (0, "", [])
+    array[N - 7] = -np.inf
+    array[N - 3] = np.nan
+    path = vector_graph(tmp_path, array)
+    assert cli(capsys, "run", str(path), "--backend", "vulkan")[::2] == (
+        2,
+        f"gpulab: {path}: inputs.x.file: x.npy: element [{N - 7}] is -inf; values must be "
+        "finite and fit float32 (at most 3.4028235e+38 in size)\n",
+    )
+    assert checks == [N]  # found on the device; the host looked once, for validate's lines
+    validated = cli(capsys, "validate", str(path))
+    assert validated[::2] == cli(capsys, "run", str(path), "--backend", "vulkan")[::2]
+
+
+@needs_vulkan
+def test_an_unused_file_with_a_bad_value_is_refused_by_the_run_too(tmp_path: Path) -> None:
+    bad = np.ones(100, dtype=np.float32)
+    bad[40] = np.inf
+    files = {"x": np.ones(100, dtype=np.float32), "spare": bad}
+    nodes = [{"id": "s", "op": "scale", "inputs": {"x": "x", "a": 2.0}}]
+    path = write_graph(tmp_path, files_graph(tmp_path, files, nodes, ["s"]))
+    validated, ran = validate_and_run(path)
+    assert _lines(validated) == [
+        f"gpulab: {path}: inputs.spare.file: spare.npy: element [40] is inf; values must be "
+        "finite and fit float32 (at most 3.4028235e+38 in size)"
+    ]
+    assert _lines(ran) == _lines(validated)
+
+
+@needs_vulkan
+def test_a_run_stopped_by_anything_else_still_refuses_what_validate_refuses(
+    tmp_path: Path,
+) -> None:
+    """A cpu node's numerical failure (normalize of zeros: exit 4) before the device reads
+    a file with a NaN: validate refuses the graph, so the run does, in its words; and a
+    problem elsewhere in the graph comes with the file's, as validate lists them."""
+    bad = np.ones(64, dtype=np.float32)
+    bad[0] = np.nan
+    files = {"z": np.zeros(64, dtype=np.float32), "x": bad}
+    nodes = [
+        {"id": "u", "op": "normalize", "inputs": {"x": "z"}, "backend": "cpu"},
+        {"id": "s", "op": "add", "inputs": {"x": "u", "y": "x"}},
+    ]
+    for outputs, problems in ((["s"], 1), (["s", "nowhere"], 2)):
+        path = write_graph(tmp_path, files_graph(tmp_path, files, nodes, outputs))
+        validated, ran = validate_and_run(path)
+        assert len(_lines(validated)) == problems, validated.stderr
+        assert _lines(ran) == _lines(validated)

@@ -9,6 +9,7 @@ def test_public_names_are_pinned() -> None:
     assert sorted(gpulab.kernels.__all__) == sorted(
         [
             "EXTRA_OPS",
+            "NO_ELEMENT",
             "REDUCTIONS",
             "Constant",
             "DeviceArray",

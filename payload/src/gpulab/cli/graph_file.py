@@ -10,14 +10,17 @@ from gpulab.graph import Graph, MemoryLimit, load_graph
 from gpulab.graph.load import cycle_collector_paused
 
 
-def load_for_command(path: str, limit: MemoryLimit | None = None) -> Graph:
-    """load_graph's graph, frozen out of the cycle collector's walks (gc.freeze) until the
+def load_for_command(
+    path: str, limit: MemoryLimit | None = None, *, check_values: bool = True
+) -> Graph:
+    """load_graph's graph (`check_values` as there), frozen out of the cycle collector's
+    walks (gc.freeze) until the
     command ends (collector_handed_back): it lives that long, and each collection that
     walked its objects (half a second for 10^6 nodes) would find nothing to free.
     Not where the program froze objects of its own: gc.unfreeze() cannot tell whose they
     are, and handing ours back would thaw theirs."""
     with cycle_collector_paused():
-        graph = load_graph(path, limit=limit)
+        graph = load_graph(path, limit=limit, check_values=check_values)
         if gc.get_freeze_count() == 0:
             gc.freeze()
     return graph

@@ -20,6 +20,7 @@ from gpulab.cli.graph_errors import guarded
 from gpulab.cli.graph_file import load_for_command
 from gpulab.cli.head_start import WORKER_ENV, take, worker_socket
 from gpulab.cli.output import say, warn
+from gpulab.graph import Graph, GraphInvalid, MemoryLimit
 
 if TYPE_CHECKING:
     from gpulab.running import Runner
@@ -171,6 +172,17 @@ def _run(args: argparse.Namespace) -> int:
         finish_early(early, release=not args.process_ends)
 
 
+def _load(path: str, limit: MemoryLimit, *, check_values: bool) -> Graph:
+    """The graph to run. Loaded without the values' check, a graph validation refuses is
+    loaded again with it, so that the run refuses it with exactly validate's lines."""
+    try:
+        return load_for_command(path, limit=limit, check_values=check_values)
+    except GraphInvalid:
+        if not check_values:
+            load_for_command(path, limit=limit)
+        raise
+
+
 def _run_graph(args: argparse.Namespace) -> int:
     # Imported here: the runner loads numpy and the backends, which --help need not pay for.
     from gpulab.backends.base import RUN_PHASES  # noqa: PLC0415
@@ -179,7 +191,10 @@ def _run_graph(args: argparse.Namespace) -> int:
     budget = _budget(args)
     with _runner(args, budget) as runner:
         started = time.perf_counter()
-        graph = load_for_command(args.graph, limit=runner.memory_limit())
+        # On Vulkan the values of .npy inputs are checked where the device reads them (one
+        # dispatch per file) instead of by a pass over every file here.
+        on_device = runner.backend == "vulkan"
+        graph = _load(args.graph, runner.memory_limit(), check_values=not on_device)
         load_ms = (time.perf_counter() - started) * 1e3
         warn(args.graph, graph.warnings)
         target = prepare_output(
@@ -187,7 +202,13 @@ def _run_graph(args: argparse.Namespace) -> int:
         )
         if args.backend == "auto":
             say(runner.reason)
-        result = runner.run(graph, compare=args.compare)
+        try:
+            result = runner.run(graph, compare=args.compare)
+        except Exception:
+            if on_device:
+                # What validate refuses, refused in its words, whatever stopped the run.
+                _load(args.graph, runner.memory_limit(), check_values=True)
+            raise
         result.phases["load_ms"] = load_ms
         for note in result.warnings[len(graph.warnings) :]:  # the run's own, after the graph's
             say(f"{shown(args.graph, quote=False, limit=PATH_LIMIT)}: warning: {note}")

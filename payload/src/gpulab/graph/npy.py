@@ -114,6 +114,13 @@ def first_bad_value(array: npt.NDArray[Any], threads: int | None = None) -> str 
         return next((problem for problem in pool.map(check, starts) if problem), None)
 
 
+def bad_values_problem(name: str, source: NpyFile) -> Problem | None:
+    """The problem validation finds with the values of input `name`'s file, or None (the
+    check of a file no run reads, when the load left values to their reader)."""
+    bad = first_bad_value(np.load(source.path, mmap_mode="r", allow_pickle=False))
+    return None if bad is None else Problem(f"inputs.{name}.file", f"{source.shown_as}: {bad}")
+
+
 def _refuse(name: str, source: NpyFile, problem: str | None) -> None:
     if problem is not None:
         raise GraphInvalid([Problem(f"inputs.{name}.file", f"{source.shown_as}: {problem}")])
@@ -126,6 +133,20 @@ def refuse_bad_values(
     finds one in `values` (the file's own float32 values, read after loading with
     check_values=False)."""
     _refuse(name, source, bad_value(values, start, shape))
+
+
+def refuse_nonfinite_at(name: str, source: NpyFile, index: int, shape: tuple[int, ...]) -> None:
+    """GraphInvalid in validation's words for element `index` (flat, C order) of input
+    `name`'s float32 file, which a device found to be NaN or infinite where it read the file
+    (gpulab.kernels' first_nonfinite): its value is read again from the file for the message."""
+    with source.path.open("rb") as stream:
+        layout = npy_layout(stream)
+        stream.seek(layout.offset + index * layout.dtype.itemsize)
+        value = np.frombuffer(stream.read(layout.dtype.itemsize), dtype=layout.dtype)
+    refuse_bad_values(name, source, value, index, shape)
+    # The file no longer holds it (it changed since the read): what the device saw.
+    where = [int(i) for i in np.unravel_index(index, shape)]
+    _refuse(name, source, f"element {where} was not finite when read (the file has changed since)")
 
 
 def check_read_values(name: str, source: NpyFile, values: npt.NDArray[np.float32]) -> None:

@@ -14,7 +14,7 @@ from gpulab._shown import shown
 from gpulab.graph._json import expect_object, type_name, unknown_keys
 from gpulab.graph.in_order import Taken, nodes_in_file_order
 from gpulab.graph.inputs import parse_input
-from gpulab.graph.model import GRAPH_VERSION, Graph, GraphInput, Node, Ref, nbytes
+from gpulab.graph.model import GRAPH_VERSION, Graph, GraphInput, Node, NpyFile, Ref, nbytes
 from gpulab.graph.nodes import ParsedNode, parse_node
 from gpulab.graph.problems import GraphInvalid, Problem
 from gpulab.graph.schedule import (
@@ -256,6 +256,15 @@ class _Checker:
         declared = self.declared
         return all(name in declared for name in distinct.difference(nodes))
 
+    def _check_unread_file(self, name: str, source: NpyFile) -> None:
+        """The values of a .npy input no node reads, which no run would check (the load was
+        asked to leave values to their reader)."""
+        from gpulab.graph.npy import bad_values_problem  # noqa: PLC0415 - numpy, files only
+
+        problem = bad_values_problem(name, source)
+        if problem is not None:
+            self.errors.append(problem)
+
     def unused(
         self, outputs: tuple[str, ...], nodes: Mapping[str, Placed], read: set[str] | None
     ) -> None:
@@ -264,9 +273,11 @@ class _Checker:
         listed = set(outputs)
         if read is None:
             read = {a.name for n in nodes.values() for a in n.inputs.given if isinstance(a, Ref)}
-        for name in self.inputs:
+        for name, spec in self.inputs.items():
             if name not in read and name not in listed:
                 self.warnings.append(Problem(f"inputs.{name}", "unused input"))
+                if isinstance(spec.source, NpyFile) and not spec.source.values_checked:
+                    self._check_unread_file(name, spec.source)
         if not nodes.keys() - read - listed:
             return  # every result read or listed: no node to go through
         for node in nodes.values():

@@ -39,6 +39,10 @@ _FLOATS_PER_INVOCATION = 16  # reduce.glsl: four vec4 loads per loop iteration
 # Each kernel's push constants (u: uint32, f: float32), packed by a prebuilt Struct.
 _FILL_PUSH = struct.Struct("<IffI").pack  # count, value, step, period
 _COPY_PUSH = struct.Struct("<I").pack  # vec4 count
+_FILL_BITS_PUSH = struct.Struct("<II").pack  # count, word
+_NONFINITE_PUSH = struct.Struct("<II").pack  # count, index of the binding's first element
+NO_ELEMENT = 0xFFFFFFFF
+"""first_nonfinite's word when every element is finite."""
 _ELEMENTWISE_PUSH = struct.Struct("<IIfI").pack  # count, vec4, literal a, unused
 _REDUCE_PUSH = struct.Struct("<IIII").pack  # count, vec4, first partial, finish
 _MATVEC_PUSH = struct.Struct("<III").pack  # m, n, vec4
@@ -158,6 +162,28 @@ class Recording:
                 ((0, self.geometry.workgroup_size),),
                 (out.elements(first, count),),
                 push,
+                (self.groups(count), 1, 1),
+            )
+        self.barrier()
+
+    def first_nonfinite(self, x: DeviceArray, first: DeviceArray) -> None:
+        """first[0] = the index of x's first NaN or infinity (by its bits), else NO_ELEMENT.
+        x has fewer than NO_ELEMENT elements."""
+        if x.size >= NO_ELEMENT:
+            raise ValueError(f"first_nonfinite: {x.size} elements do not fit a 32-bit index")
+        size = ((0, self.geometry.workgroup_size),)
+        self.dispatch(
+            "fill_bits", size, (first.elements(0, 1),), _FILL_BITS_PUSH(1, NO_ELEMENT), (1, 1, 1)
+        )
+        self.barrier()
+        chunk = self.geometry.binding_elements
+        for start in range(0, x.size, chunk):
+            count = min(chunk, x.size - start)
+            self.dispatch(
+                "nonfinite",
+                size,
+                (x.elements(start, count), first.elements(0, 1)),
+                _NONFINITE_PUSH(count, start),
                 (self.groups(count), 1, 1),
             )
         self.barrier()

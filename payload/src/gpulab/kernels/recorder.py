@@ -206,6 +206,12 @@ class Kernels(Closeable):
             raise ValueError(f"cannot generate {pattern!r} here: {problem}")
         record_pattern(Recording(self._catalog, cmd, None, self._alignment), pattern, out)
 
+    def first_nonfinite(self, cmd: CommandBuffer, x: DeviceArray, first: DeviceArray) -> None:
+        """Append the dispatches that set first[0] to the index of x's first NaN or infinity
+        (NO_ELEMENT when there is none: the check of a .npy input's values on the device
+        that read it), then a compute->compute barrier."""
+        Recording(self._catalog, cmd, None, self._alignment).first_nonfinite(x, first)
+
     def cannot_generate(self, pattern: Pattern, count: int) -> str | None:
         """Why this device cannot make `pattern` over `count` elements bit for bit, or None."""
         return unsupported(pattern, self.device.features, count)

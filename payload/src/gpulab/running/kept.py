@@ -34,8 +34,8 @@ class KeptRunners(Closeable):
     def runner(self, options: RunnerOptions) -> Iterator[Runner]:
         """The kept Runner for `options` (opened if there is none) for one graph. It is
         closed instead of kept when the graph fell back to another backend (the Runner stays
-        on it) or failed with anything but an invalid graph, which is refused before anything
-        runs."""
+        on it) or failed with anything but an invalid graph (refused before it runs, or by
+        the device's check of a file's values after the submission: the Runner is as it was)."""
         runner = self._runners.pop(options, None)
         if runner is None:
             runner = Runner(
