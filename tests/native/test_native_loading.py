@@ -9,13 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from gpulab._cache import CACHE_DIR_ENV
 from gpulab.native import _ffi
 
 
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A cache of parsed declarations of the test's own (a changed header adds a module)."""
-    monkeypatch.setenv(_ffi.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
     return tmp_path / "cache"
 
 
@@ -86,5 +87,5 @@ def test_a_damaged_or_unwritable_cache_only_costs_a_parse(
     assert "_cffi_backend" in kept.read_text()  # replaced by a good one
     blocked = tmp_path / "a-file"
     blocked.write_text("")
-    monkeypatch.setenv(_ffi.CACHE_DIR_ENV, str(blocked))
+    monkeypatch.setenv(CACHE_DIR_ENV, str(blocked))
     assert _ffi.open_library(_ffi.SUBALLOC, _ffi.lib_dir()).lib.gpulab_suballoc_abi_version() == 1

@@ -16,6 +16,7 @@ LAYER = {
     "_closeable": 0,
     "_shown": 0,
     "_version": 0,
+    "_cache": 0,
     "vk": 1,
     "native": 1,
     "shaders": 1,

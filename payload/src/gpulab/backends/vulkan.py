@@ -596,6 +596,9 @@ class VulkanExecutor(OperationExecutor):
             self.session.manager.trim()
             raise
         done.phases["record_ms"] = record_ms
+        # Pipelines this recording made are kept for the next process (a process that ends
+        # in os._exit never closes the catalog, which would save them too).
+        self.session.kernels.catalog.save_cache()
         return done
 
     def memory_stats(self) -> dict[str, Any] | None:

@@ -32,8 +32,8 @@ ENVIRONMENT = (
     ),
     (
         "GPULAB_CACHE_DIR",
-        "where parsed C declarations are cached (default: "
-        "$XDG_CACHE_HOME/gpulab, else ~/.cache/gpulab)",
+        "where parsed C declarations, compiled shaders and each device's pipeline cache are "
+        "kept (default: $XDG_CACHE_HOME/gpulab, else ~/.cache/gpulab)",
     ),
     ("XDG_CACHE_HOME", "see GPULAB_CACHE_DIR"),
     (

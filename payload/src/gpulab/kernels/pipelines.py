@@ -1,4 +1,5 @@
-"""The compute pipelines of one device: made on first use, cached by shader and specialization.
+"""The compute pipelines of one device: made on first use, cached by shader and specialization
+(and between processes by the driver's pipeline cache, kernels/saved_pipelines.py).
 
 Descriptor sets are cached too, by the (buffer, offset, range) bindings they point at: a set
 is written once and never changed, so recordings (even ones in flight) can share it.
@@ -15,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpulab.kernels import saved_pipelines
 from gpulab.kernels.matmul_tiles import MatmulPlan, MatmulTile, choose_plans, choose_tiles
 from gpulab.vk import (
     Buffer,
@@ -104,7 +106,9 @@ class PipelineCatalog:
     def __init__(self, device: Device, shape: Geometry) -> None:
         self.device = device
         self.geometry = shape
-        self._cache = PipelineCache(device)
+        self._cache = PipelineCache(device, saved_pipelines.load(device.info))
+        self._unsaved = 0
+        """Pipelines made since the cache was seeded or saved."""
         self._layouts: dict[int, tuple[DescriptorSetLayout, PipelineLayout]] = {}
         self._pipelines: dict[tuple[str, Specialization], ComputePipeline] = {}
         self._pools: list[DescriptorPool] = []
@@ -157,7 +161,15 @@ class PipelineCatalog:
                     cache=self._cache,
                 )
             self._pipelines[key] = found
+            self._unsaved += 1
         return found
+
+    def save_cache(self) -> None:
+        """Write the pipeline cache back to disk (kernels.saved_pipelines) when pipelines were
+        made since it was seeded: the next process on this device compiles none of them."""
+        if self._unsaved:
+            saved_pipelines.save(self.device.info, self._cache.data())
+            self._unsaved = 0
 
     def descriptor_set(self, bindings: Sequence[tuple[Buffer, int, int]]) -> DescriptorSet:
         """The set pointing at these bindings: written on first use, then reused while every
@@ -212,6 +224,7 @@ class PipelineCatalog:
 
     def close(self) -> None:
         """Destroy everything made here (descriptor sets of live recordings included)."""
+        self.save_cache()
         self._sets.clear()
         for pool in self._pools:
             pool.close()

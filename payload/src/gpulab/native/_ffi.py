@@ -8,7 +8,7 @@ Nothing is loaded at import time: `gpulab` works without them.
 
 Parsing a cdef needs pycparser, whose import alone costs tens of milliseconds of every run's
 start-up; so the parsed declarations are kept as the out-of-line module cffi emits for them,
-in `$GPULAB_CACHE_DIR` (default `$XDG_CACHE_HOME/gpulab`, else `~/.cache/gpulab`), named by a
+in gpulab's cache (`ffi/` of gpulab._cache.cache_root: `$GPULAB_CACHE_DIR`), named by a
 hash of the cdef text and the cffi version: a changed header gets a new module, and the next
 process loads the declarations without a parser. Where the cache cannot be written, every
 process parses.
@@ -29,8 +29,9 @@ from typing import Any
 import cffi
 from cffi import FFI
 
+from gpulab._cache import cache_root
+
 LIB_DIR_ENV = "GPULAB_NATIVE_LIB_DIR"
-CACHE_DIR_ENV = "GPULAB_CACHE_DIR"
 PACKAGE_LIB_DIR = Path(__file__).with_name("_lib")
 HOW_TO_FIX = (
     "build the native libraries with `make native` in the gpulab repository (or reinstall "
@@ -82,22 +83,13 @@ def lib_dir() -> Path:
     return Path(override) if override else PACKAGE_LIB_DIR
 
 
-def cache_dir() -> Path:
-    """Where parsed declarations are kept (see the module docstring)."""
-    override = os.environ.get(CACHE_DIR_ENV)
-    if override:
-        return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "gpulab"
-
-
 def declarations(cdef: str) -> Any:
     """An FFI holding `cdef`: from the module emitted for it earlier, else parsed (and
     emitted for the next process, where the cache directory can be written)."""
     key = f"{cffi.__version__}\n{cdef}".encode()
     name = f"_gpulab_ffi_{hashlib.sha256(key).hexdigest()[:20]}"
     try:
-        path = cache_dir() / "ffi" / f"{name}.py"
+        path = cache_root() / "ffi" / f"{name}.py"
     except RuntimeError:  # no home directory to put the cache in
         path = None
     if path is not None and path.is_file():

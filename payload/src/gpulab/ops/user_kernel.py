@@ -7,12 +7,13 @@ The dispatch is (ceil(N / local_size_x), 1, 1) workgroups for an output of N ele
 shader indexes with gl_GlobalInvocationID.x and guards with the output's `.length()`.
 
 GLSL (`.comp`) is compiled with glslc (or glslangValidator) where one is installed, the SPIR-V
-cached by the sha256 of the source and the flags under $XDG_CACHE_HOME/gpulab/spirv; a
+cached by the sha256 of the source and the flags in `spirv/` of gpulab's cache; a
 `.spv` file is used as it is. Every check here raises KernelError with one line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpulab._cache import cache_root, write_atomically
 from gpulab.ops.spirv import Reflection, SpirvError, reflect
 
 TARGET_ENV = "vulkan1.1"
@@ -65,9 +67,8 @@ class UserKernel:
 
 
 def cache_dir() -> Path:
-    """Where compiled SPIR-V is kept: $XDG_CACHE_HOME/gpulab/spirv (~/.cache by default)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gpulab" / "spirv"
+    """Where compiled SPIR-V is kept: `spirv/` of gpulab's cache (gpulab._cache)."""
+    return cache_root() / "spirv"
 
 
 def compiler() -> list[str] | None:
@@ -127,11 +128,13 @@ def compile_source(
         argv.append(f"-I{include}")
     flags = " ".join([Path(argv[0]).name, *argv[1:]])
     digest = hashlib.sha256(flags.encode() + b"\0" + source).hexdigest()
-    cached = cache_dir() / f"{digest}.spv"
     try:
-        return cached.read_bytes()
-    except OSError:
-        pass
+        cached: Path | None = cache_dir() / f"{digest}.spv"
+    except RuntimeError:  # no home directory to put the cache in
+        cached = None
+    if cached is not None and cached.is_file():
+        with contextlib.suppress(OSError):
+            return cached.read_bytes()
     with tempfile.TemporaryDirectory(prefix="gpulab-kernel-") as work:
         if path is None:
             path = Path(work) / Path(name).name
@@ -147,13 +150,8 @@ def compile_source(
             found = _first_error(done.stdout + "\n" + done.stderr, path, name)
             raise KernelError(f"kernel {found}")
         spirv = out.read_bytes()
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(spirv)
-        partial.replace(cached)
-    except OSError:
-        pass  # a read-only cache only costs the next run a compile
+    if cached is not None:
+        write_atomically(cached, spirv)  # unwritable: the next run compiles again
     return spirv
 
 

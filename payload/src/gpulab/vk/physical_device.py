@@ -118,6 +118,8 @@ class DeviceInfo:
     """The PCI address, e.g. 0000:00:06.0 (None without VK_EXT_pci_bus_info)."""
     drm_render: tuple[int, int] | None = None
     """The DRM render node's (major, minor) (None without VK_EXT_physical_device_drm)."""
+    pipeline_cache_uuid: str = ""
+    """pipelineCacheUUID in hex: which saved pipeline cache data the driver takes."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the contract's keys first)."""
@@ -237,6 +239,7 @@ def query_info(raw: Any, index: int) -> DeviceInfo:
         queue_families=families,
         compute_queue_family=compute_family,
         non_coherent_atom_size=limits.nonCoherentAtomSize,
+        pipeline_cache_uuid=bytes(props.pipelineCacheUUID).hex(),
     )
 
 
