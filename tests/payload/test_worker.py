@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from gpulab.cli import worker
 from gpulab.cli.errors import (
@@ -110,6 +111,37 @@ def test_an_invalid_graph_fails_as_it_does_alone(worker_socket: Path, tmp_path: 
     # The worker still serves after a refused graph.
     write_graph(tmp_path, small_graph(), name="good.json")
     assert gpulab("run", "good.json", "--worker", str(worker_socket), cwd=tmp_path).returncode == 0
+
+
+def test_a_bad_file_value_found_on_the_device_fails_as_alone_and_replays_check_again(
+    worker_socket: Path, tmp_path: Path
+) -> None:
+    """The worker keeps the recording of a graph on .npy files, and with it the device's
+    check of their values: each replay sets its verdict afresh, so a file mended since runs,
+    and a file spoiled again is refused again, each as a run of its own would."""
+    values = np.ones(1000, dtype=np.float32)
+    values[321] = np.nan
+    np.save(tmp_path / "x.npy", values)
+    graph = {
+        "version": 1,
+        "inputs": {"x": {"type": "vector", "file": "x.npy"}},
+        "nodes": [{"id": "s", "op": "scale", "inputs": {"x": "x", "a": 2.0}}],
+        "outputs": ["s"],
+    }
+    write_graph(tmp_path, graph)
+    run = ("run", "graph.json", "--backend", "vulkan", "-o", "-")
+    alone = gpulab(*run, cwd=tmp_path)
+    assert alone.returncode == EXIT_INPUT
+    assert "element [321] is nan" in alone.stderr
+    for spoiled in (True, False, True):
+        values[321] = np.nan if spoiled else 5.0
+        np.save(tmp_path / "x.npy", values)
+        served = gpulab(*run, "--worker", str(worker_socket), cwd=tmp_path)
+        if spoiled:
+            assert (served.returncode, served.stderr) == (EXIT_INPUT, alone.stderr)
+        else:
+            assert served.returncode == EXIT_OK, served.stderr
+            assert json.loads(served.stdout)["outputs"]["s"]["summary"]["max"] == 10.0
 
 
 def test_without_a_worker_there_it_is_one_line_and_exit_3(tmp_path: Path) -> None:
