@@ -16,8 +16,8 @@ Everything here is pure: it reads the environment and gres.conf text it is given
 from __future__ import annotations
 
 import itertools
+import os
 import re
-import socket
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -167,7 +167,7 @@ def gres_conf_path(env: Mapping[str, str]) -> Path:
 
 def node_name(env: Mapping[str, str]) -> str:
     """This node's Slurm name: $SLURMD_NODENAME in a job, else the short host name."""
-    return env.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    return env.get("SLURMD_NODENAME") or os.uname().nodename.split(".")[0]
 
 
 class _Unusable(Exception):

@@ -10,16 +10,18 @@ test suites read, for this process and every `gpulab` process it starts.
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulab._version import __version__
 from gpulab.vk._binding import decode_version, instance_function, make_version, vk
 from gpulab.vk._handle import VkObject
 from gpulab.vk.errors import InitializationFailed, NoVulkanDevice
+
+if TYPE_CHECKING:
+    import logging
 from gpulab.vk.physical_device import PhysicalDevice
 
 VALIDATION_ENV = "GPULAB_VK_VALIDATION"
@@ -30,7 +32,7 @@ VALIDATION_FEATURES = "VK_EXT_validation_features"
 API_VERSION = make_version(1, 2)
 """The version we ask for; 1.1 gives subgroup properties, 1.2 driver properties."""
 
-log = logging.getLogger("gpulab.vk.validation")
+VALIDATION_LOGGER = "gpulab.vk.validation"
 
 
 def validation_requested() -> bool:
@@ -64,8 +66,18 @@ def _on_validation_message(severity: int, _types: int, data: Any, _user: Any) ->
     return 0
 
 
+def _logger() -> logging.Logger:
+    """The validation messages' logger. logging is imported here, not with the module: every
+    run imports this module on its way to the driver, and only a run with the layer asked for
+    has anything to log."""
+    import logging  # noqa: PLC0415
+
+    return logging.getLogger(VALIDATION_LOGGER)
+
+
 def _report(error: bool, message: str) -> None:
-    log.log(logging.ERROR if error else logging.WARNING, "%s", message)
+    logger = _logger()
+    (logger.error if error else logger.warning)("%s", message)
     path = os.environ.get(VALIDATION_LOG_ENV)
     if path:
         line = message.replace("\\", "\\\\").replace("\n", "\\n")
@@ -138,7 +150,9 @@ class Instance(VkObject):
                 offered = _available_extensions() | _available_extensions(VALIDATION_LAYER)
                 extensions.extend(e for e in (DEBUG_UTILS, VALIDATION_FEATURES) if e in offered)
             else:
-                log.warning("%s is not installed; running without validation", VALIDATION_LAYER)
+                _logger().warning(
+                    "%s is not installed; running without validation", VALIDATION_LAYER
+                )
         app_info = vk.VkApplicationInfo(
             pApplicationName=app_name,
             applicationVersion=make_version(*map(int, __version__.split(".")[:3])),
