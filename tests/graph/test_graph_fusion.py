@@ -317,6 +317,58 @@ def test_the_chain_fuses_and_matches(runners: tuple[Runner, Runner, Runner]) -> 
     compare(runners, document)
 
 
+FOUR_NODES = [
+    _node("s", "saxpy", a="a", x="x", y="y"),
+    _node("norm", "l2_norm", x="s"),
+    _node("u", "normalize", x="s"),
+    _node("total", "sum", x="u"),
+]
+"""payload/benchmarks/end_to_end.py's graph: s is written (normalize reads it), u is not."""
+
+
+def _small_matrix(document: dict[str, Any]) -> dict[str, Any]:
+    """`document` with a 1 x 1 M (these graphs never read it: a long n makes it no larger)."""
+    document["inputs"]["M"] = {"type": "matrix", "fill": {"rows": 1, "cols": 1, "value": 1}}
+    return document
+
+
+def _peak_vectors(document: dict[str, Any], n: int, fuse: bool) -> tuple[float, Any]:
+    """The device-local memory a fresh run held at its peak, in vectors of n floats (the
+    staging and readback rings, in host memory on a discrete GPU, left out); its result."""
+    with Runner("vulkan", fuse=fuse) as runner:
+        result = runner.run(load_graph(document))
+        stats = runner.executor("vulkan").memory_stats()
+        assert stats is not None
+        peak = sum(
+            kind["peak_in_use_bytes"]
+            for kind in stats["memory_types"].values()
+            if "device_local" in kind["flags"]
+        )
+        return peak / (4 * n), result
+
+
+def test_a_fused_result_takes_the_memory_of_an_input_no_later_node_reads(
+    runners: tuple[Runner, Runner, Runner],
+) -> None:
+    """s = saxpy(a, x, y) is written in place of x (the group loads each element of x and y
+    before it stores s's): x and y held, no third vector; unfused, s has memory of its own.
+    And where a later node reads x, s gets its own memory too (y is taken instead)."""
+    n = 1 << 14
+    document = _small_matrix(_graph(FOUR_NODES, ["norm", "total"], n))
+    fused_peak, fused = _peak_vectors(document, n, fuse=True)
+    unfused_peak, unfused = _peak_vectors(document, n, fuse=False)
+    assert fused.fused == [["s", "norm"], ["u", "total"]]
+    assert 2 <= fused_peak < 2.1 <= 3 <= unfused_peak
+    for name in ("norm", "total"):
+        _close(fused.outputs[name], unfused.outputs[name], name, 1.0)
+    compare(runners, document)
+    late = [*FOUR_NODES, _node("late", "dot", x="x", y="u")]
+    later = _small_matrix(_graph(late, ["norm", "total", "late"], n))
+    later_peak, _ = _peak_vectors(later, n, fuse=True)
+    assert 2 <= later_peak < 2.1
+    compare(runners, later)
+
+
 def test_several_reductions_in_one_pass_match(runners: tuple[Runner, Runner, Runner]) -> None:
     for n in (1, 5, N, 70_001):
         document = _graph(TWO_REDUCTIONS, ["d", "total", "low", "n"], n)

@@ -93,6 +93,63 @@ def physical_device(index: int) -> PhysicalDevice:
     return devices[index]
 
 
+class _InPlace:
+    """Which value a fused group's written member may be written in place of: one the group
+    reads, of the member's shape, that no node reads after the group's anchor and nothing
+    keeps (an export, a value read back), either an input (made again every run) or a passing
+    result; each at most once. The group's shader loads every element before it stores any
+    (gpulab.kernels.fused), element by element, so the member may overwrite it: the graph
+    then holds one vector less on the device (saxpy of two inputs: a third less)."""
+
+    def __init__(
+        self, segment: Segment, pinned: set[str], member_of: Mapping[str, FusedGroup]
+    ) -> None:
+        self.segment = segment
+        self.pinned = pinned
+        # Where each node's reads happen: a group member reads in its group's dispatch, at
+        # the anchor (which may come after nodes recorded between the members).
+        order = {node.id: index for index, node in enumerate(segment.nodes)}
+        self.position = {
+            node.id: order[member_of[node.id].anchor.id] if node.id in member_of else index
+            for index, node in enumerate(segment.nodes)
+        }
+        self.last_read: dict[str, int] = {}
+        for node in segment.nodes:
+            for argument in node.inputs.values():
+                if not isinstance(argument, Literal):
+                    last = self.last_read.get(argument.name, -1)
+                    self.last_read[argument.name] = max(last, self.position[node.id])
+        self.donated: set[str] = set()
+
+    def donor(
+        self,
+        node: Node,
+        group: FusedGroup,
+        passing: Mapping[str, Allocation],
+        held: Mapping[str, Allocation],
+    ) -> str | None:
+        """The value `node` takes the memory of, or None (then it gets its own)."""
+        segment, end = self.segment, self.position[group.anchor.id]  # the group's dispatch
+        for member in group.nodes:
+            for argument in member.inputs.values():
+                if isinstance(argument, Literal):
+                    continue
+                name = argument.name
+                if (
+                    name in group.ids
+                    or name in self.donated
+                    or name in segment.exports
+                    or name in self.pinned
+                    or self.last_read.get(name, len(segment.nodes)) > end
+                    or segment.graph.shape(name) != node.shape
+                ):
+                    continue
+                if name in passing or (name in segment.reads and name in held):
+                    self.donated.add(name)
+                    return name
+        return None
+
+
 def _holding(array: DeviceArray, scratch: list[Allocation]) -> Allocation:
     """The allocation `array` lies in (an op's extra output is in its scratch, or a value
     kept to the end of the run)."""
@@ -191,14 +248,15 @@ class _Recording:
         # back to the pool: the group's shader, recorded at the anchor, still reads them.
         open_groups: set[int] = set()
         deferred: list[str] = []
+        in_place = _InPlace(segment, pinned, member_of)
         for index, node in enumerate(segment.nodes):
             group = member_of.get(node.id)
             if group is None or node.id in group.written:
-                allocation = self._acquire(node.shape, f"node {node.id}")
-                if node.id in segment.exports or node.id in pinned:
-                    self.held[node.id] = allocation
-                else:
-                    passing[node.id] = allocation
+                kept = node.id in segment.exports or node.id in pinned
+                donor = None
+                if group is not None and not kept:
+                    donor = in_place.donor(node, group, passing, self.held)
+                allocation = self._value_memory(node, kept, donor, passing)
                 arrays[node.id] = DeviceArray.of(allocation, node.shape)
             if group is None:
                 self._record_one(node, arrays)
@@ -218,6 +276,23 @@ class _Recording:
         cmd.barrier("compute", "transfer")
         cmd.barrier("compute", "host")
         cmd.end()
+
+    def _value_memory(
+        self, node: Node, kept: bool, donor: str | None, passing: dict[str, Allocation]
+    ) -> Allocation:
+        """Where `node`'s value goes: memory of its own (held to the end when `kept`, else
+        passing, back to the pool after its last reader), or its donor's (see _InPlace)."""
+        if donor is None:
+            allocation = self._acquire(node.shape, f"node {node.id}")
+            if kept:
+                self.held[node.id] = allocation
+            else:
+                passing[node.id] = allocation
+            return allocation
+        if donor in passing:  # a passing value the group reads last: its memory is node's now
+            passing[node.id] = passing.pop(donor)
+            return passing[node.id]
+        return self.held[donor]  # an input's, which stays held (and so is never released)
 
     def _record_one(self, node: Node, arrays: Mapping[str, DeviceArray]) -> None:
         """Record `node` alone; the scratch holding an extra output stays until the recording

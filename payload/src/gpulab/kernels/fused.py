@@ -32,6 +32,8 @@ Operand = str | DeviceArray | float
 _ELEMENTWISE_HEADER = 8  # push constants before the numbers: n, vec4_ok
 _REDUCE_HEADER = 16  # reduce.glsl's: n, vec4_ok, out_index, finish
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_ARRAY_READ = re.compile(r"\bb\d+v?\[i\]")
+"""An element of an array operand, as _Operands.text writes it."""
 
 
 class Step(NamedTuple):
@@ -135,10 +137,12 @@ def _substitute(expression: str, names: Mapping[str, str]) -> str:
 
 
 def _body(steps: Sequence[Step], operands: _Operands, vector: bool) -> list[str]:
-    """The statements of one element (or vec4): each step's value, the kept ones written;
-    step k's value is `vk`."""
+    """The statements of one element (or vec4): every array element it reads loaded first
+    (`ek`), then each step's value (step k's is `vk`), the kept ones written. Loads before
+    stores: a kept step may be written over an array the group reads (the Vulkan backend
+    writes a result in place of an input no later node reads), element by element."""
     kind = "vec4" if vector else "float"
-    lines = []
+    steps_lines = []
     written = 0
     for index, step in enumerate(steps):
         names = {
@@ -146,11 +150,14 @@ def _body(steps: Sequence[Step], operands: _Operands, vector: bool) -> list[str]
             for name, value in step.inputs.items()
         }
         expression = _substitute(step.fusion.expression, names)
-        lines.append(f"{kind} v{index} = {expression};")
+        steps_lines.append(f"{kind} v{index} = {expression};")
         if step.out is not None and not step.fusion.reduces:
-            lines.append(f"w{written}{'v' if vector else ''}[i] = v{index};")
+            steps_lines.append(f"w{written}{'v' if vector else ''}[i] = v{index};")
             written += 1
-    return lines
+    reads = list(dict.fromkeys(_ARRAY_READ.findall(" ".join(steps_lines))))
+    loads = [f"{kind} e{k} = {read};" for k, read in enumerate(reads)]
+    registers = {read: f"e{k}" for k, read in enumerate(reads)}
+    return [*loads, *(_ARRAY_READ.sub(lambda m: registers[m[0]], line) for line in steps_lines)]
 
 
 def _buffers(operands: _Operands, written: int) -> list[str]:
