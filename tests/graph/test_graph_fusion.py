@@ -362,6 +362,11 @@ def test_a_fused_result_takes_the_memory_of_an_input_no_later_node_reads(
     for name in ("norm", "total"):
         _close(fused.outputs[name], unfused.outputs[name], name, 1.0)
     compare(runners, document)
+    # x an output too: made on the device and read back after the run, so never written over.
+    shown = _small_matrix(_graph(FOUR_NODES, ["x", "norm", "total"], n))
+    shown_peak, with_x = _peak_vectors(shown, n, fuse=True)
+    assert 2 <= shown_peak < 2.1  # s takes y's memory instead
+    assert np.array_equal(with_x.outputs["x"], cpu_inputs(runners[2], load_graph(shown))["x"])
     late = [*FOUR_NODES, _node("late", "dot", x="x", y="u")]
     later = _small_matrix(_graph(late, ["norm", "total", "late"], n))
     later_peak, _ = _peak_vectors(later, n, fuse=True)

@@ -139,6 +139,7 @@ class _InPlace:
                     name in group.ids
                     or name in self.donated
                     or name in segment.exports
+                    or name in segment.graph.output_set  # a generated input read back
                     or name in self.pinned
                     or self.last_read.get(name, len(segment.nodes)) > end
                     or segment.graph.shape(name) != node.shape
