@@ -388,6 +388,10 @@ def main() -> None:
             for k in args.log2n
         ]
     print(table(rows))
+    fusion = {str(row["outputs"].get("gpulab vulkan", {}).get("fusion", "on")) for row in rows}
+    for state in sorted(fusion - {"on"}):
+        # A GPU host without glslc runs the unfused program; a provisioned worker has it.
+        print(f"gpulab vulkan ran with fusion {state}: these are --no-fuse figures")
     for row in rows:
         for label, ratio in row["worker_speedup"].items():
             print(f"{log2(row['n'])}: {label} / gpulab vulkan {WORKER}: {ratio:.2f}")

@@ -6,9 +6,11 @@ alike.
         old=/tmp/old-src new=payload/src --pairs 8 -- GRAPH.json --backend vulkan
 
 Each round runs `PYTHON -m gpulab run GRAPH ... -o TMP` once per tree (PYTHONPATH=the tree),
-the first round a warm-up; prints per tree the median, min and max wall time and the median of
-each `timing` phase of the result. Compile each tree's bytecode first (`python -m compileall
-TREE`): where PYTHONDONTWRITEBYTECODE is set, a tree without it compiles at every start.
+the first round a warm-up; prints per tree the median, min and max wall time, the median of
+each `timing` phase of the result, and whether its runs fused (`fusion`: off without a GLSL
+compiler on PATH, which a GPU host may lack and a provisioned worker has). Compile each
+tree's bytecode first (`python -m compileall TREE`): where PYTHONDONTWRITEBYTECODE is set, a
+tree without it compiles at every start.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 
 
 def run_once(python: str, tree: str, run_args: list[str], output: Path) -> tuple[float, Any]:
-    """Wall seconds of one `gpulab run` process on `tree`, and its result's timing."""
+    """Wall seconds of one `gpulab run` process on `tree`, and its result."""
     env = dict(os.environ, PYTHONPATH=tree)
     started = time.perf_counter()
     done = subprocess.run(
@@ -39,7 +41,7 @@ def run_once(python: str, tree: str, run_args: list[str], output: Path) -> tuple
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{tree}: exit {done.returncode}: {done.stderr.strip()[-400:]}")
-    return wall, json.loads(output.read_text())["timing"]
+    return wall, json.loads(output.read_text())
 
 
 def main(argv: list[str]) -> int:
@@ -57,14 +59,16 @@ def main(argv: list[str]) -> int:
     run_args = argv[split + 1 :]
     walls: dict[str, list[float]] = {label: [] for label in trees}
     timings: dict[str, list[dict[str, float]]] = {label: [] for label in trees}
+    fusion: dict[str, set[str]] = {label: set() for label in trees}
     with tempfile.TemporaryDirectory() as folder:
         output = Path(folder) / "result.json"
         for round_index in range(args.pairs + 1):
             for label, tree in trees.items():
-                wall, timing = run_once(args.python, tree, run_args, output)
+                wall, result = run_once(args.python, tree, run_args, output)
                 if round_index > 0:
                     walls[label].append(wall)
-                    timings[label].append(timing)
+                    timings[label].append(result["timing"])
+                    fusion[label].add(str(result.get("fusion", "n/a")))
     for label, times in walls.items():
         phases = {
             key.removesuffix("_ms"): round(statistics.median(t[key] for t in timings[label]), 1)
@@ -73,7 +77,8 @@ def main(argv: list[str]) -> int:
         }
         print(
             f"{label}: wall median {statistics.median(times) * 1e3:.0f} ms "
-            f"(min {min(times) * 1e3:.0f}, max {max(times) * 1e3:.0f}) {phases}"
+            f"(min {min(times) * 1e3:.0f}, max {max(times) * 1e3:.0f}) {phases} "
+            f"fusion: {' / '.join(sorted(fusion[label]))}"
         )
     return 0
 
