@@ -22,6 +22,14 @@ def cache_root() -> Path:
     return (Path(base) if base else Path.home() / ".cache") / "gpulab"
 
 
+def cache_path(*parts: str) -> Path | None:
+    """`parts` under the cache's folder, or None where there is no home to put it in."""
+    try:
+        return cache_root().joinpath(*parts)
+    except RuntimeError:  # Path.home() without $HOME or a passwd entry
+        return None
+
+
 def write_atomically(path: Path, data: bytes) -> bool:
     """`data` as `path`, whole or not at all (written beside it, then renamed over it), so that
     processes writing at once leave one whole file; False where it cannot be written."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from gpulab._cache import cache_root, write_atomically
+from gpulab._cache import cache_path, write_atomically
 from gpulab.vk import DeviceInfo
 
 MAGIC = b"gpulab pipeline cache 1\n"
@@ -30,12 +30,8 @@ def cache_file(info: DeviceInfo) -> Path | None:
     names no pipelineCacheUUID)."""
     if not info.pipeline_cache_uuid.strip("0"):
         return None
-    try:
-        root = cache_root()
-    except RuntimeError:  # no home directory to put the cache in
-        return None
     name = f"{info.vendor_id:04x}-{info.device_id:04x}-{info.pipeline_cache_uuid}.bin"
-    return root / "pipelines" / name
+    return cache_path("pipelines", name)
 
 
 def load(info: DeviceInfo) -> bytes:

@@ -29,7 +29,7 @@ from typing import Any
 import cffi
 from cffi import FFI
 
-from gpulab._cache import cache_root
+from gpulab._cache import cache_path
 
 LIB_DIR_ENV = "GPULAB_NATIVE_LIB_DIR"
 PACKAGE_LIB_DIR = Path(__file__).with_name("_lib")
@@ -88,10 +88,7 @@ def declarations(cdef: str) -> Any:
     emitted for the next process, where the cache directory can be written)."""
     key = f"{cffi.__version__}\n{cdef}".encode()
     name = f"_gpulab_ffi_{hashlib.sha256(key).hexdigest()[:20]}"
-    try:
-        path = cache_root() / "ffi" / f"{name}.py"
-    except RuntimeError:  # no home directory to put the cache in
-        path = None
+    path = cache_path("ffi", f"{name}.py")
     if path is not None and path.is_file():
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is not None and spec.loader is not None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpulab._cache import cache_root, write_atomically
+from gpulab._cache import cache_path, write_atomically
 from gpulab.ops.spirv import Reflection, SpirvError, reflect
 
 TARGET_ENV = "vulkan1.1"
@@ -64,11 +64,6 @@ class UserKernel:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", hashlib.sha256(self.spirv).hexdigest())
-
-
-def cache_dir() -> Path:
-    """Where compiled SPIR-V is kept: `spirv/` of gpulab's cache (gpulab._cache)."""
-    return cache_root() / "spirv"
 
 
 def compiler() -> list[str] | None:
@@ -128,10 +123,7 @@ def compile_source(
         argv.append(f"-I{include}")
     flags = " ".join([Path(argv[0]).name, *argv[1:]])
     digest = hashlib.sha256(flags.encode() + b"\0" + source).hexdigest()
-    try:
-        cached: Path | None = cache_dir() / f"{digest}.spv"
-    except RuntimeError:  # no home directory to put the cache in
-        cached = None
+    cached = cache_path("spirv", f"{digest}.spv")
     if cached is not None and cached.is_file():
         with contextlib.suppress(OSError):
             return cached.read_bytes()
