@@ -141,7 +141,7 @@ class _InPlace:
                     or name in segment.exports
                     or name in segment.graph.output_set  # a generated input read back
                     or name in self.pinned
-                    or self.last_read.get(name, len(segment.nodes)) > end
+                    or self.last_read[name] > end
                     or segment.graph.shape(name) != node.shape
                 ):
                     continue

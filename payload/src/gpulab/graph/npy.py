@@ -118,12 +118,17 @@ def bad_values_problem(name: str, source: NpyFile) -> Problem | None:
     """The problem validation finds with the values of input `name`'s file, or None (the
     check of a file no run reads, when the load left values to their reader)."""
     bad = first_bad_value(np.load(source.path, mmap_mode="r", allow_pickle=False))
-    return None if bad is None else Problem(f"inputs.{name}.file", f"{source.shown_as}: {bad}")
+    return None if bad is None else _problem(name, source, bad)
+
+
+def _problem(name: str, source: NpyFile, text: str) -> Problem:
+    """A problem with input `name`'s file, as validation words it."""
+    return Problem(f"inputs.{name}.file", f"{source.shown_as}: {text}")
 
 
 def _refuse(name: str, source: NpyFile, problem: str | None) -> None:
     if problem is not None:
-        raise GraphInvalid([Problem(f"inputs.{name}.file", f"{source.shown_as}: {problem}")])
+        raise GraphInvalid([_problem(name, source, problem)])
 
 
 def refuse_bad_values(

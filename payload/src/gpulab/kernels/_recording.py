@@ -42,7 +42,8 @@ _COPY_PUSH = struct.Struct("<I").pack  # vec4 count
 _FILL_BITS_PUSH = struct.Struct("<II").pack  # count, word
 _NONFINITE_PUSH = struct.Struct("<II").pack  # count, index of the binding's first element
 NO_ELEMENT = 0xFFFFFFFF
-"""first_nonfinite's word when every element is finite."""
+"""A 32-bit element index that names none: first_nonfinite's when every element is finite,
+linspace's when a dispatch holds no last element."""
 _ELEMENTWISE_PUSH = struct.Struct("<IIfI").pack  # count, vec4, literal a, unused
 _REDUCE_PUSH = struct.Struct("<IIII").pack  # count, vec4, first partial, finish
 _MATVEC_PUSH = struct.Struct("<III").pack  # m, n, vec4

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpulab.kernels._recording import Recording
+from gpulab.kernels._recording import NO_ELEMENT, Recording
 from gpulab.kernels.array import DeviceArray
 
 MULTIPLIER = (0x2360ED051FC65DA4 << 64) | 0x4385DF649FCCF645
@@ -28,7 +28,6 @@ TINY = 2.0**-900
 Vulkan lets a device flush to zero: such inputs are made on the host."""
 ELEMENTS_PER_INVOCATION = 64
 """Uniform: each invocation's jump-ahead is paid back over this many elements at least."""
-_NO_ELEMENT = 0xFFFFFFFF
 
 
 @dataclass(frozen=True)
@@ -146,7 +145,7 @@ def record_pattern(recording: Recording, pattern: Pattern, out: DeviceArray) -> 
                 _ramp_step(pattern, total),
                 first,
                 count,
-                _NO_ELEMENT if last is None else last,
+                NO_ELEMENT if last is None else last,
                 _float32_bits(pattern.stop),
             )
         else:

@@ -19,10 +19,10 @@ from gpulab._version import __version__
 from gpulab.vk._binding import decode_version, instance_function, make_version, vk
 from gpulab.vk._handle import VkObject
 from gpulab.vk.errors import InitializationFailed, NoVulkanDevice
+from gpulab.vk.physical_device import PhysicalDevice
 
 if TYPE_CHECKING:
     import logging
-from gpulab.vk.physical_device import PhysicalDevice
 
 VALIDATION_ENV = "GPULAB_VK_VALIDATION"
 VALIDATION_LOG_ENV = "GPULAB_VK_VALIDATION_LOG"
