@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 from gpulab.cli.main import main
 
@@ -22,6 +24,18 @@ def write_graph(folder: Path, graph: Any, name: str = "graph.json") -> Path:
     path = folder / name
     path.write_text(graph if isinstance(graph, str) else json.dumps(graph), encoding="utf-8")
     return path
+
+
+def vector_graph(folder: Path, array: npt.NDArray[Any], a: float = 1.0) -> Path:
+    """s = a x on x from x.npy, as graph.json (a = 1: the output is x as the device got it)."""
+    np.save(folder / "x.npy", array)
+    graph = {
+        "version": 1,
+        "inputs": {"x": {"type": "vector", "file": "x.npy"}},
+        "nodes": [{"id": "s", "op": "scale", "inputs": {"x": "x", "a": a}}],
+        "outputs": ["s"],
+    }
+    return write_graph(folder, graph)
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -24,7 +24,7 @@ from gpulab.backends.vulkan import VulkanExecutor
 from gpulab.graph import GraphInvalid
 from gpulab.memory import Allocation
 from gpulab.vk.memory import HOST_CACHED
-from graph_helpers import cli, needs_vulkan, subprocess_cli, write_graph
+from graph_helpers import cli, needs_vulkan, subprocess_cli, vector_graph, write_graph
 
 CHUNK = 64 << 10
 """The file chunk for these tests (the smallest the Stager takes): files of a few hundred
@@ -62,18 +62,6 @@ def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iter
         )
         monkeypatch.setattr(Allocation, "memory_type", uncached)
     yield str(request.param)
-
-
-def vector_graph(folder: Path, array: np.ndarray[Any, Any]) -> Path:
-    """s = x * 1 (exact) on x from x.npy: the output is x as the device got it."""
-    np.save(folder / "x.npy", array)
-    graph = {
-        "version": 1,
-        "inputs": {"x": {"type": "vector", "file": "x.npy"}},
-        "nodes": [{"id": "s", "op": "scale", "inputs": {"x": "x", "a": 1.0}}],
-        "outputs": ["s"],
-    }
-    return write_graph(folder, graph)
 
 
 def matrix_graph(folder: Path, array: np.ndarray[Any, Any]) -> Path:

@@ -27,7 +27,7 @@ from gpulab.cli.errors import (
 from gpulab.graph import GraphInvalid
 from gpulab.running.kept import KeptRunners, RunnerOptions
 
-from tests.graph.graph_helpers import small_graph, write_graph
+from tests.graph.graph_helpers import small_graph, vector_graph, write_graph
 from tests.payload.test_cli import GPULAB, PYTHONPATH
 
 
@@ -121,14 +121,7 @@ def test_a_bad_file_value_found_on_the_device_fails_as_alone_and_replays_check_a
     and a file spoiled again is refused again, each as a run of its own would."""
     values = np.ones(1000, dtype=np.float32)
     values[321] = np.nan
-    np.save(tmp_path / "x.npy", values)
-    graph = {
-        "version": 1,
-        "inputs": {"x": {"type": "vector", "file": "x.npy"}},
-        "nodes": [{"id": "s", "op": "scale", "inputs": {"x": "x", "a": 2.0}}],
-        "outputs": ["s"],
-    }
-    write_graph(tmp_path, graph)
+    vector_graph(tmp_path, values, a=2.0)
     run = ("run", "graph.json", "--backend", "vulkan", "-o", "-")
     alone = gpulab(*run, cwd=tmp_path)
     assert alone.returncode == EXIT_INPUT
