@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -14,6 +15,27 @@ BACKEND_HELP = (
     "where the ops run: auto (Vulkan when a device exists, else cpu), cpu (numpy), "
     "native (the C library) or vulkan (default: %(default)s)"
 )
+
+
+COLUMNS_ENV = "COLUMNS"
+_DEFAULT_COLUMNS = 80
+
+
+def help_width() -> int:
+    """The width argparse's help takes: shutil.get_terminal_size's columns less 2, worked out
+    here because argparse imports shutil for it (and shutil bz2 and lzma, some 3-10 ms) on
+    every command line, help or not: each add_argument makes a formatter."""
+    try:
+        columns = int(os.environ.get(COLUMNS_ENV, ""))
+    except ValueError:
+        columns = 0
+    stdout = sys.__stdout__
+    if columns <= 0 and stdout is not None:
+        try:
+            columns = os.get_terminal_size(stdout.fileno()).columns
+        except (ValueError, OSError):
+            columns = 0
+    return (columns or _DEFAULT_COLUMNS) - 2
 
 
 class Parser(argparse.ArgumentParser):
@@ -29,6 +51,9 @@ class Parser(argparse.ArgumentParser):
         # its messages can quote.
         self._arguments = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        return self.formatter_class(prog=self.prog, width=help_width())  # type: ignore[call-arg]
 
     def error(self, message: str) -> NoReturn:
         long = sorted({a for a in self._arguments if len(a) > VALUE_LIMIT}, key=len, reverse=True)

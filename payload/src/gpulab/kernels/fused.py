@@ -18,13 +18,13 @@ import functools
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
 
 from gpulab.kernels.array import DeviceArray
 from gpulab.ops.entry import Combine, Fusion
 from gpulab.ops.user_kernel import compile_source, compiler
+from gpulab.vk.shader import SHADERS_DIR
 
 Operand = str | DeviceArray | float
 """An earlier step's id (str), a device array or scalar, or a number."""
@@ -70,7 +70,7 @@ def unavailable() -> str | None:
 
 def shaders_dir() -> Path:
     """gpulab's shader sources (reduce.glsl and what it includes)."""
-    return Path(str(resources.files("gpulab") / "shaders"))
+    return SHADERS_DIR
 
 
 @functools.cache

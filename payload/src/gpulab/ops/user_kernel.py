@@ -18,9 +18,6 @@ import functools
 import hashlib
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,12 +72,22 @@ def compiler() -> list[str] | None:
 @functools.lru_cache(maxsize=8)
 def _compiler_on(path: str) -> tuple[str, ...] | None:
     """compiler() for this PATH (looked up once per PATH: recording asks for every group)."""
-    glslc = shutil.which("glslc", path=path)
+    glslc = _which("glslc", path)
     if glslc:
         return (glslc, f"--target-env={TARGET_ENV}", "-fshader-stage=compute")
-    glslang = shutil.which("glslangValidator", path=path)
+    glslang = _which("glslangValidator", path)
     if glslang:
         return (glslang, "-V", "--target-env", TARGET_ENV, "-S", "comp")
+    return None
+
+
+def _which(name: str, path: str) -> str | None:
+    """The first executable `name` in the folders of `path` (shutil.which's answer, without
+    the import of shutil, and of bz2 and lzma with it, on every run that records a group)."""
+    for folder in path.split(os.pathsep):
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
     return None
 
 
@@ -127,6 +134,10 @@ def compile_source(
     if cached is not None and cached.is_file():
         with contextlib.suppress(OSError):
             return cached.read_bytes()
+    # Imported only to compile: a run whose shaders are all cached never starts a process.
+    import subprocess  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
     with tempfile.TemporaryDirectory(prefix="gpulab-kernel-") as work:
         if path is None:
             path = Path(work) / Path(name).name

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -139,7 +138,8 @@ class Result:
     inputs: dict[str, dict[str, str]] = field(default_factory=dict)
     """Where each input was made: source, made_on (device or host), and the reason when
     one the device could have made was made on the host (running/inputs.py)."""
-    host: str = field(default_factory=socket.gethostname)
+    host: str = field(default_factory=lambda: os.uname().nodename)
+    """The host's name (gethostname's, without importing socket for it)."""
     slurm: dict[str, Any] | None = field(default_factory=slurm_info)
     phases: dict[str, float] = field(default_factory=dict)
     """Milliseconds by TIMING_PHASES key: the runner's RUN_PHASES, and `load_ms` (reading and

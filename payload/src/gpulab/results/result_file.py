@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import shutil
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -204,6 +203,13 @@ def result_size(graph: Graph, full: bool) -> ResultSize:
     return ResultSize(file_bytes, max(data) * PYTHON_NUMBER_BYTES)
 
 
+def _free_bytes(folder: Path) -> int:
+    """The bytes an unprivileged user may still write in `folder`'s file system (what
+    shutil.disk_usage calls free; os.statvfs spares the run shutil's import of bz2 and lzma)."""
+    usage = os.statvfs(folder)
+    return usage.f_bavail * usage.f_frsize
+
+
 def check_result_fits(
     graph: Graph, full: bool, target: OutputTarget, memory: MemoryLimit
 ) -> ResultSize:
@@ -219,7 +225,7 @@ def check_result_fits(
             "exist"
         )
     if target.path is not None:
-        free = shutil.disk_usage(target.path.absolute().parent).free
+        free = _free_bytes(target.path.absolute().parent)
         if size.file_bytes > free:
             raise OutputFailed(
                 f"--output {target}: the result JSON{flag} needs about {_size(size.file_bytes)}, "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpulab.vk._binding import shader_code, vk
@@ -13,9 +13,15 @@ if TYPE_CHECKING:
     from gpulab.vk.device import Device
 
 
+SHADERS_DIR = Path(__file__).parent.parent / "shaders"
+"""gpulab's shaders, their GLSL and committed SPIR-V: a folder beside the modules (gpulab is
+never imported from a zip: its native libraries could not load), found without
+importlib.resources, whose import brings tempfile and shutil to every run."""
+
+
 def packaged_spirv(name: str) -> bytes:
     """The committed SPIR-V of a shader in gpulab/shaders, by name without extension."""
-    return (resources.files("gpulab") / "shaders" / f"{name}.spv").read_bytes()
+    return (SHADERS_DIR / f"{name}.spv").read_bytes()
 
 
 class ShaderModule(VkObject):
