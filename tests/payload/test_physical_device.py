@@ -6,8 +6,8 @@ import logging
 
 import pytest
 from gpulab.vk import Instance, QueueFamily
+from gpulab.vk.bare_instance import VALIDATION_ENV
 from gpulab.vk.instance import (
-    VALIDATION_ENV,
     VALIDATION_LAYER,
     shared_instance,
     validation_requested,

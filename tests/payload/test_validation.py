@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from gpulab import GpuComputePipeline
 from gpulab.vk import Buffer, CommandPool, Device, DeviceMemory, Fence, Instance
+from gpulab.vk.bare_instance import VALIDATION_ENV
 from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
 from gpulab.vk.instance import (
-    VALIDATION_ENV,
     VALIDATION_LAYER,
     VALIDATION_LOG_ENV,
     available_layers,

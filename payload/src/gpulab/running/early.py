@@ -23,8 +23,14 @@ def _open_driver(device: int | None, open_ahead: bool) -> None:
     # Any failure here, the run meets again and reports in its own words.
     try:
         with contextlib.suppress(Exception):
-            from gpulab.vk.instance import shared_instance  # noqa: PLC0415 - numpy-free, see vk
+            from gpulab.vk.bare_instance import create_instance, validation_requested  # noqa: PLC0415
 
+            # The driver first: the binding imports meanwhile (start_vulkan's import_first).
+            raw = None if validation_requested() else create_instance("gpulab")
+            from gpulab.vk.instance import adopt_shared_instance, shared_instance  # noqa: PLC0415
+
+            if raw:
+                adopt_shared_instance(raw)
             physical_devices = shared_instance().physical_devices()
             if open_ahead and physical_devices:
                 from gpulab.placement.device_choice import choose_device  # noqa: PLC0415
@@ -47,14 +53,13 @@ def start_vulkan(
     `open_ahead`, also the device the run will choose (`device`: its --device), which the
     run's DeviceSession then takes (gpulab.vk.ahead.open_device); finish_early ends it.
     `import_first`: import the thread's modules (the Vulkan binding, the device choice; no
-    numpy) on this thread before starting it, for a caller that has not begun its own imports
-    yet: the thread then goes straight to the driver, instead of sharing the GIL with the
-    caller's imports (gpulab.cli.head_start)."""
+    numpy) on this thread once it started, for a caller that has not begun its own imports
+    yet: they load while the thread is in vkCreateInstance (made through ctypes,
+    gpulab.vk.bare_instance, where validation is off), so the thread goes from the driver
+    straight on to the device instead of sharing the GIL with the caller's imports
+    (gpulab.cli.head_start)."""
     if backend not in VULKAN_BACKENDS:
         return None
-    if import_first:
-        import gpulab.placement.device_choice  # noqa: PLC0415
-        import gpulab.vk.device  # noqa: F401, PLC0415
     if open_ahead:
         from gpulab.vk.ahead import opening_ahead  # noqa: PLC0415
 
@@ -66,6 +71,9 @@ def start_vulkan(
         daemon=True,
     )
     thread.start()
+    if import_first:
+        import gpulab.placement.device_choice  # noqa: PLC0415
+        import gpulab.vk.device  # noqa: F401, PLC0415
     return thread
 
 

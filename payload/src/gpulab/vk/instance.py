@@ -15,29 +15,21 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gpulab._version import __version__
-from gpulab.vk._binding import decode_version, instance_function, make_version, vk
+from gpulab.vk._binding import decode_version, instance_function, vk
 from gpulab.vk._handle import VkObject
+from gpulab.vk.bare_instance import API_VERSION, GPULAB_VERSION, validation_requested
 from gpulab.vk.errors import InitializationFailed, NoVulkanDevice
 from gpulab.vk.physical_device import PhysicalDevice
 
 if TYPE_CHECKING:
     import logging
 
-VALIDATION_ENV = "GPULAB_VK_VALIDATION"
 VALIDATION_LOG_ENV = "GPULAB_VK_VALIDATION_LOG"
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 DEBUG_UTILS = "VK_EXT_debug_utils"
 VALIDATION_FEATURES = "VK_EXT_validation_features"
-API_VERSION = make_version(1, 2)
-"""The version we ask for; 1.1 gives subgroup properties, 1.2 driver properties."""
 
 VALIDATION_LOGGER = "gpulab.vk.validation"
-
-
-def validation_requested() -> bool:
-    """Whether GPULAB_VK_VALIDATION asks for the validation layer."""
-    return os.environ.get(VALIDATION_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def available_layers() -> set[str]:
@@ -140,7 +132,17 @@ class Instance(VkObject):
     installed, a warning is logged and the instance is created without it.
     """
 
-    def __init__(self, app_name: str = "gpulab", validation: bool | None = None) -> None:
+    def __init__(
+        self, app_name: str = "gpulab", validation: bool | None = None, *, adopt: int = 0
+    ) -> None:
+        if adopt:
+            # An instance made without validation by gpulab.vk.bare_instance: this owns it.
+            raw = vk.ffi.cast("VkInstance", adopt)
+            self._own(raw, functools.partial(_destroy_instance, raw, None), None)
+            self.validation = False
+            self._physical_devices: list[PhysicalDevice] | None = None
+            self._enumerating = threading.Lock()
+            return
         want_validation = validation_requested() if validation is None else validation
         layers: list[str] = []
         extensions: list[str] = []
@@ -155,9 +157,9 @@ class Instance(VkObject):
                 )
         app_info = vk.VkApplicationInfo(
             pApplicationName=app_name,
-            applicationVersion=make_version(*map(int, __version__.split(".")[:3])),
+            applicationVersion=GPULAB_VERSION,
             pEngineName="gpulab",
-            engineVersion=make_version(*map(int, __version__.split(".")[:3])),
+            engineVersion=GPULAB_VERSION,
             apiVersion=API_VERSION,
         )
         # The chain's structs stay in variables until vkCreateInstance returns.
@@ -189,7 +191,7 @@ class Instance(VkObject):
             raise
         self._own(raw, functools.partial(_destroy_instance, raw, destroy_messenger), None)
         self.validation = bool(layers)
-        self._physical_devices: list[PhysicalDevice] | None = None
+        self._physical_devices = None
         self._enumerating = threading.Lock()
 
     @property
@@ -253,3 +255,14 @@ def shared_instance() -> Instance:
         if _shared is None or _shared.closed:
             _shared = Instance()
         return _shared
+
+
+def adopt_shared_instance(raw: int) -> None:
+    """Make the instance `raw` (gpulab.vk.bare_instance's, made without validation) the
+    process-wide one; destroyed at once if there is one already."""
+    global _shared  # noqa: PLW0603
+    with _shared_lock:
+        if _shared is None or _shared.closed:
+            _shared = Instance(adopt=raw)
+            return
+    vk.vkDestroyInstance(vk.ffi.cast("VkInstance", raw), None)
