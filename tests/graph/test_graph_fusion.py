@@ -6,6 +6,8 @@ by the validation layer (the fused shaders' barriers included)."""
 from __future__ import annotations
 
 import json
+import subprocess
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,9 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 from gpulab import Runner, load_graph
+from gpulab.backends import vulkan as vulkan_backend
 from gpulab.graph import Graph, Literal
 from gpulab.graph.fusion import plan
+from gpulab.kernels import fused as fused_shaders
 from gpulab.ops import NumericalError, reference, tolerance
+from gpulab.ops.user_kernel import compiles_many
 from graph_helpers import has_vulkan
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -372,6 +377,52 @@ def test_a_fused_result_takes_the_memory_of_an_input_no_later_node_reads(
     later_peak, _ = _peak_vectors(later, n, fuse=True)
     assert 2 <= later_peak < 2.1
     compare(runners, later)
+
+
+def test_new_fused_shaders_compile_in_one_process_on_the_same_memory(
+    runners: tuple[Runner, Runner, Runner], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh cache: the four-node graph's two generated shaders come from one glslc
+    process (a first pass gathers them, the second records on the buffers the first gave
+    back: the same peak, the same dispatches), and the run equals --no-fuse; a new process
+    (the disk cache only) compiles nothing and records once."""
+    if not compiles_many():
+        pytest.skip("glslc is not on PATH")
+    monkeypatch.setenv("GPULAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(fused_shaders, "_compiled", OrderedDict())
+    calls: list[list[str]] = []
+    real = subprocess.run
+
+    def counting(argv: list[str], **kwargs: Any) -> Any:
+        calls.append(argv)
+        return real(argv, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    passes: list[object] = []
+    record = vulkan_backend._Recording._record
+
+    def counted(self: Any) -> None:
+        passes.append(self)
+        record(self)
+
+    monkeypatch.setattr(vulkan_backend._Recording, "_record", counted)
+    n = 1 << 12
+    document = _small_matrix(_graph(FOUR_NODES, ["norm", "total"], n))
+    cold_peak, cold = _peak_vectors(document, n, fuse=True)
+    assert cold.fused == [["s", "norm"], ["u", "total"]]
+    assert len(calls) == 1 and len(passes) == 2
+    assert "-c" in calls[0] and len([a for a in calls[0] if a.endswith(".comp")]) == 2
+    unfused = runners[1].run(load_graph(document))
+    for name in ("norm", "total"):
+        _close(cold.outputs[name], unfused.outputs[name], name, 1.0)
+    monkeypatch.setattr(fused_shaders, "_compiled", OrderedDict())
+    passes.clear()
+    warm_peak, warm = _peak_vectors(document, n, fuse=True)
+    assert len(calls) == 1 and len(passes) == 1
+    assert (warm_peak, warm.dispatches) == (cold_peak, cold.dispatches)
+    assert {k: float(v) for k, v in warm.outputs.items()} == {
+        k: float(v) for k, v in cold.outputs.items()
+    }
 
 
 def test_several_reductions_in_one_pass_match(runners: tuple[Runner, Runner, Runner]) -> None:

@@ -141,6 +141,48 @@ def test_compiled_spirv_is_cached_by_content(
     assert len(calls) == 2  # another source, another entry
 
 
+def test_sources_compile_ahead_in_one_process_and_a_bad_one_is_left_to_compile_source(
+    spirv_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list[str]] = []
+    real = subprocess.run
+
+    def counting(argv: list[str], **kwargs: Any) -> Any:
+        calls.append(argv)
+        return real(argv, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    good = [LEAKY_RELU.encode(), LEAKY_RELU.replace("p.alpha", "0.5 * p.alpha").encode()]
+    bad = b"#version 450\nlayout(local_size_x = 64) in;\nvoid main() { nonsense; }\n"
+    compiled = user_kernel.compile_ahead([*good, bad, good[0]])
+    assert len(calls) == 1 and sorted(compiled) == sorted(good)
+    assert [user_kernel.cached_spirv(source) for source in good] == [compiled[s] for s in good]
+    assert user_kernel.cached_spirv(bad) is None
+    assert user_kernel.compile_source(good[1], "b.comp") == compiled[good[1]]
+    with pytest.raises(user_kernel.KernelError, match=r"^kernel bad.comp:3: error: "):
+        user_kernel.compile_source(bad, "bad.comp")
+    calls.clear()
+    assert user_kernel.compile_ahead(good) == {}  # cached: nothing to do
+    assert calls == []
+
+
+def test_compiling_ahead_needs_glslc(
+    spirv_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # glslangValidator takes one shader at a time (its -o names one output): nothing ahead.
+    glslang = shutil.which("glslangValidator")
+    if glslang is None:
+        pytest.skip("glslangValidator is not installed")
+    only = tmp_path / "bin"
+    only.mkdir()
+    (only / "glslangValidator").symlink_to(glslang)
+    monkeypatch.setenv("PATH", str(only))
+    assert not user_kernel.compiles_many()
+    sources = [LEAKY_RELU.encode(), LEAKY_RELU.replace("0.0", "-0.0").encode()]
+    assert user_kernel.compile_ahead(sources) == {}
+    assert user_kernel.cached_spirv(sources[0]) is None
+
+
 def test_reflection_reads_local_size_bindings_and_push_constants(folder: Path) -> None:
     spirv = user_kernel.compile_glsl(folder / "leaky_relu.comp", "leaky_relu.comp")
     found = reflect(spirv)

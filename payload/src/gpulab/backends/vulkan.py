@@ -56,10 +56,11 @@ from gpulab.kernels import (
     Pattern,
     Recorded,
 )
-from gpulab.kernels.fused import Step, unavailable
+from gpulab.kernels.fused import Step, compile_ahead, unavailable
 from gpulab.memory import Allocation, BufferPool, OutOfMemoryError
 from gpulab.ops.registry import entry
 from gpulab.ops.solver import SolverReport
+from gpulab.ops.user_kernel import compiles_many
 from gpulab.vk import PhysicalDevice, TimestampQueryPool, VulkanError, shared_instance
 
 if TYPE_CHECKING:
@@ -198,7 +199,7 @@ class _Recording:
             if device.info.timestamp_valid_bits:
                 # One before and one after the generated inputs, one after each node.
                 self.queries = TimestampQueryPool(device, len(segment.nodes) + 2)
-            self._record()
+            self._record_compiled_together()
         except BaseException:
             self.close()
             raise
@@ -217,6 +218,36 @@ class _Recording:
         prefers device memory the host can map (ReBAR VRAM), which Stager.upload_file then
         reads the file straight into; on a device without it, the same memory as any other."""
         return "device_mapped" if name in self.streamed else "device"
+
+    def _record_compiled_together(self) -> None:
+        """_record, the fused groups' new shaders compiled in one compiler process: a first
+        pass records everything but those and gathers their sources, which are compiled at
+        once (fused.compile_ahead: glslc's start-up is most of a small shader's compile), and
+        a second pass records the segment whole, on the buffers the first one gave back. A
+        segment whose shaders were all compiled before is recorded once."""
+        kernels = self.executor.session.kernels
+        if not self.groups or not compiles_many():
+            self._record()
+            return
+        with kernels.gathering() as new:
+            self._record()
+        if not new:
+            return
+        compile_ahead(new)
+        self._give_back()
+        self._record()
+
+    def _give_back(self) -> None:
+        """Release what _record acquired into the pool (which keeps the buffers for the next
+        pass) and forget what it recorded."""
+        kept = [allocation for _, extras in self.extras for allocation, _ in extras.values()]
+        given: set[int] = set()
+        for allocation in [*self.held.values(), *kept, *self.verdicts.values()]:
+            if id(allocation) not in given:
+                given.add(id(allocation))
+                self.pool.release(allocation)
+        self.held, self.extras, self.verdicts = {}, [], {}
+        self.dispatches = 0
 
     def _record(self) -> None:
         segment, cmd = self.segment, self.command

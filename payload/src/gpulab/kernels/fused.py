@@ -17,13 +17,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from gpulab.kernels.array import DeviceArray
 from gpulab.ops.entry import Combine, Fusion
-from gpulab.ops.user_kernel import compile_source, compiler
+from gpulab.ops.user_kernel import cached_spirv, compile_source, compiler
+from gpulab.ops.user_kernel import compile_ahead as user_compile_ahead
 from gpulab.vk.shader import SHADERS_DIR
 
 Operand = str | DeviceArray | float
@@ -83,10 +85,45 @@ def _includes_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-@functools.lru_cache(maxsize=256)
+_compiled: OrderedDict[str, bytes] = OrderedDict()
+"""The SPIR-V of the generated shaders met in this process, by source (the last _KEPT)."""
+_KEPT = 256
+
+
+def _remember(source: str, spirv: bytes) -> bytes:
+    _compiled[source] = spirv
+    _compiled.move_to_end(source)
+    while len(_compiled) > _KEPT:
+        _compiled.popitem(last=False)
+    return spirv
+
+
 def spirv_of(source: str) -> bytes:
     """The compiled SPIR-V of a generated shader (KernelError when the compiler fails)."""
-    return compile_source(source.encode(), "fused.comp", include=shaders_dir())
+    spirv = _compiled.get(source)
+    if spirv is None:
+        spirv = compile_source(source.encode(), "fused.comp", include=shaders_dir())
+    return _remember(source, spirv)
+
+
+def is_compiled(source: str) -> bool:
+    """Whether spirv_of(source) will not need the compiler (this process or the cache has it)."""
+    if source in _compiled:
+        return True
+    spirv = cached_spirv(source.encode(), include=shaders_dir())
+    if spirv is not None:
+        _remember(source, spirv)
+    return spirv is not None
+
+
+def compile_ahead(sources: Sequence[str]) -> None:
+    """Compile the generated shaders `sources` together (gpulab.ops.user_kernel.compile_ahead),
+    so that spirv_of finds them; one that fails is left to spirv_of, which reports it."""
+    compiled = user_compile_ahead([source.encode() for source in sources], include=shaders_dir())
+    for source in sources:
+        spirv = compiled.get(source.encode())
+        if spirv is not None:
+            _remember(source, spirv)
 
 
 def pipeline_key(spirv: bytes) -> str:

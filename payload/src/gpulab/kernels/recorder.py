@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -77,6 +78,7 @@ class Kernels(Closeable):
         self._catalog = PipelineCatalog(device, self.geometry)
         self._offset_alignment = device.info.min_storage_buffer_offset_alignment
         self._alignment = math.lcm(16, self._offset_alignment)
+        self._gathered: list[str] | None = None
 
     @property
     def catalog(self) -> PipelineCatalog:
@@ -172,8 +174,22 @@ class Kernels(Closeable):
         self._record_shader(recording, ready)
         return RecordedGroup(recording.dispatches, extras)
 
+    @contextlib.contextmanager
+    def gathering(self) -> Iterator[list[str]]:
+        """Within, a fused group's shader that was never compiled is not recorded: its source
+        goes into the list instead, and the commands recorded meanwhile are incomplete. The
+        caller compiles the list at once (fused.compile_ahead), then records again."""
+        self._gathered = []
+        try:
+            yield self._gathered
+        finally:
+            self._gathered = None
+
     def _record_shader(self, recording: Recording, steps: Sequence[fused.Step]) -> None:
         made = fused.shader(steps, self.geometry.subgroup_arithmetic)
+        if self._gathered is not None and not fused.is_compiled(made.source):
+            self._gathered.append(made.source)
+            return
         spirv = fused.spirv_of(made.source)
         for array in (*made.reads, *made.writes, *(step.out for step in steps if step.out)):
             if array.offset % self._offset_alignment:
