@@ -6,7 +6,6 @@ by the validation layer (the fused shaders' barriers included)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -380,7 +379,10 @@ def test_a_fused_result_takes_the_memory_of_an_input_no_later_node_reads(
 
 
 def test_new_fused_shaders_compile_in_one_process_on_the_same_memory(
-    runners: tuple[Runner, Runner, Runner], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    runners: tuple[Runner, Runner, Runner],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    compiler_calls: list[list[str]],
 ) -> None:
     """A fresh cache: the four-node graph's two generated shaders come from one glslc
     process (a first pass gathers them, the second records on the buffers the first gave
@@ -390,14 +392,7 @@ def test_new_fused_shaders_compile_in_one_process_on_the_same_memory(
         pytest.skip("glslc is not on PATH")
     monkeypatch.setenv("GPULAB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(fused_shaders, "_compiled", OrderedDict())
-    calls: list[list[str]] = []
-    real = subprocess.run
-
-    def counting(argv: list[str], **kwargs: Any) -> Any:
-        calls.append(argv)
-        return real(argv, **kwargs)
-
-    monkeypatch.setattr(subprocess, "run", counting)
+    calls = compiler_calls
     passes: list[object] = []
     record = vulkan_backend._Recording._record
 

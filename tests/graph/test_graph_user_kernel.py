@@ -122,16 +122,9 @@ def test_a_ready_spv_and_a_declared_shape(folder: Path, capsys: pytest.CaptureFi
 
 
 def test_compiled_spirv_is_cached_by_content(
-    folder: Path, spirv_cache: Path, monkeypatch: pytest.MonkeyPatch
+    folder: Path, spirv_cache: Path, compiler_calls: list[list[str]]
 ) -> None:
-    calls: list[list[str]] = []
-    real = subprocess.run
-
-    def counting(argv: list[str], **kwargs: Any) -> Any:
-        calls.append(argv)
-        return real(argv, **kwargs)
-
-    monkeypatch.setattr(subprocess, "run", counting)
+    calls = compiler_calls
     first = user_kernel.compile_glsl(folder / "leaky_relu.comp", "leaky_relu.comp")
     second = user_kernel.compile_glsl(folder / "leaky_relu.comp", "leaky_relu.comp")
     assert first == second and len(calls) == 1
@@ -142,16 +135,9 @@ def test_compiled_spirv_is_cached_by_content(
 
 
 def test_sources_compile_ahead_in_one_process_and_a_bad_one_is_left_to_compile_source(
-    spirv_cache: Path, monkeypatch: pytest.MonkeyPatch
+    spirv_cache: Path, compiler_calls: list[list[str]]
 ) -> None:
-    calls: list[list[str]] = []
-    real = subprocess.run
-
-    def counting(argv: list[str], **kwargs: Any) -> Any:
-        calls.append(argv)
-        return real(argv, **kwargs)
-
-    monkeypatch.setattr(subprocess, "run", counting)
+    calls = compiler_calls
     good = [LEAKY_RELU.encode(), LEAKY_RELU.replace("p.alpha", "0.5 * p.alpha").encode()]
     bad = b"#version 450\nlayout(local_size_x = 64) in;\nvoid main() { nonsense; }\n"
     compiled = user_kernel.compile_ahead([*good, bad, good[0]])
