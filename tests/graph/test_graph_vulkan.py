@@ -50,7 +50,8 @@ def host_chain(x: np.ndarray[Any, np.dtype[np.float32]], length: int) -> Any:
 def test_recording_is_reused_and_intermediates_share_memory() -> None:
     graph = load_graph(chain(10_000, 8))
     x = np.random.default_rng(3).uniform(0, 1, 10_000).astype(np.float32)
-    # Unfused: every intermediate gets memory (fused, only the kept ones do; see below).
+    # Unfused: each intermediate is written over the one before (elementwise ops, in place),
+    # x stays whole (every add reads it) and v7 is kept: three vectors for nine nodes.
     with Runner("vulkan", fuse=False) as runner:
         first = runner.run(graph)
         second = runner.run(graph)
@@ -60,8 +61,8 @@ def test_recording_is_reused_and_intermediates_share_memory() -> None:
         pool = first.memory["pool"] if first.memory else {}
     np.testing.assert_allclose(first.outputs["v7"], host_chain(x, 8), rtol=1e-6)
     np.testing.assert_array_equal(first.outputs["v7"], second.outputs["v7"])
-    # Eight intermediates in flight one or two at a time: the pool hands buffers back out.
-    assert pool["hits"] >= 4, pool
+    vector = 4 * 10_000
+    assert pool["misses"] <= 5 and pool["in_use_bytes"] + pool["cached_bytes"] < 4 * vector, pool
     assert [n.timer for n in first.nodes] == ["gpu"] * 9
     assert all(n.time_ms > 0 for n in first.nodes)
     assert first.dispatches is not None and first.dispatches >= 9

@@ -94,13 +94,21 @@ def physical_device(index: int) -> PhysicalDevice:
     return devices[index]
 
 
+IN_PLACE_OPS = frozenset({"add", "scale", "saxpy", "normalize"})
+"""The ops whose packaged recording may write its result over an input: shaders/elementwise.comp
+reads element i (or vec4 i) of every input before it writes element i of the result, in the
+same invocation (normalize's norm is a pass of its own before). A user's kernel, a package's
+op and every other op (matvec reads all of x for each element) keep their results apart."""
+
+
 class _InPlace:
-    """Which value a fused group's written member may be written in place of: one the group
-    reads, of the member's shape, that no node reads after the group's anchor and nothing
-    keeps (an export, a value read back), either an input (made again every run) or a passing
-    result; each at most once. The group's shader loads every element before it stores any
-    (gpulab.kernels.fused), element by element, so the member may overwrite it: the graph
-    then holds one vector less on the device (saxpy of two inputs: a third less)."""
+    """Which value a node may be written in place of: a fused group's written member, one the
+    group reads; a node alone of IN_PLACE_OPS, one it reads. Of the node's shape, that no node
+    reads after the group's anchor (the node) and nothing keeps (an export, a value read back),
+    either an input (made again every run) or a passing result; each at most once. The group's
+    shader loads every element before it stores any (gpulab.kernels.fused), element by element,
+    so the member may overwrite it: the graph then holds one vector less on the device (saxpy
+    of two inputs: a third less)."""
 
     def __init__(
         self, segment: Segment, pinned: set[str], member_of: Mapping[str, FusedGroup]
@@ -121,23 +129,32 @@ class _InPlace:
                     last = self.last_read.get(argument.name, -1)
                     self.last_read[argument.name] = max(last, self.position[node.id])
         self.donated: set[str] = set()
+        self.over_input: dict[str, str] = {}
+        """Each value written over an input (directly or over such a value), with the input,
+        whose memory stays held to the end."""
 
     def donor(
         self,
         node: Node,
-        group: FusedGroup,
+        group: FusedGroup | None,
         passing: Mapping[str, Allocation],
         held: Mapping[str, Allocation],
     ) -> str | None:
-        """The value `node` takes the memory of, or None (then it gets its own)."""
-        segment, end = self.segment, self.position[group.anchor.id]  # the group's dispatch
-        for member in group.nodes:
+        """Whose memory `node` (a member of `group`, or alone: None) takes: a passing value's
+        name, or the held input's (also when the value it overwrites lies over that input);
+        None: memory of its own."""
+        if group is None and node.op not in IN_PLACE_OPS:
+            return None
+        members, ids = (group.nodes, group.ids) if group is not None else ([node], (node.id,))
+        segment = self.segment
+        end = self.position[group.anchor.id if group is not None else node.id]  # the dispatch
+        for member in members:
             for argument in member.inputs.values():
                 if isinstance(argument, Literal):
                     continue
                 name = argument.name
                 if (
-                    name in group.ids
+                    name in ids
                     or name in self.donated
                     or name in segment.exports
                     or name in segment.graph.output_set  # a generated input read back
@@ -146,9 +163,13 @@ class _InPlace:
                     or segment.graph.shape(name) != node.shape
                 ):
                     continue
-                if name in passing or (name in segment.reads and name in held):
+                if name in passing:
                     self.donated.add(name)
                     return name
+                if (name in segment.reads and name in held) or name in self.over_input:
+                    self.donated.add(name)
+                    self.over_input[node.id] = self.over_input.get(name, name)
+                    return self.over_input[node.id]
         return None
 
 
@@ -285,9 +306,7 @@ class _Recording:
             group = member_of.get(node.id)
             if group is None or node.id in group.written:
                 kept = node.id in segment.exports or node.id in pinned
-                donor = None
-                if group is not None and not kept:
-                    donor = in_place.donor(node, group, passing, self.held)
+                donor = None if kept else in_place.donor(node, group, passing, self.held)
                 allocation = self._value_memory(node, kept, donor, passing)
                 arrays[node.id] = DeviceArray.of(allocation, node.shape)
             if group is None:
