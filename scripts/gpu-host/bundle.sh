@@ -12,7 +12,7 @@
 #                              slurm.sh leaves them alone)
 #   build/gpu-host/wheels      ansible-core and its dependencies for the host's Python
 #   build/gpu-host/wheels-test pytest, hypothesis and the payload's own dependencies, for kernel-checks.sh
-#                              and start-ab.sh's venv (numpy, cffi, vulkan)
+#   build/gpu-host/wheels-venv numpy, cffi and vulkan: start-ab.sh's venv, as a worker's (no torch)
 # Usage: scripts/gpu-host/bundle.sh [PYTHON_VERSION]   (default 3.12: Ubuntu 24.04's)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -61,8 +61,13 @@ say "wheels: $(ls "$bundle/wheels" | wc -l) for Python $python_version ($(du -sh
 rm -rf "$bundle/wheels-test" && mkdir -p "$bundle/wheels-test"
 "$python3" -m pip download --quiet --only-binary=:all: --python-version "$python_version" \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-  --dest "$bundle/wheels-test" pytest hypothesis numpy cffi vulkan jsonschema
+  --dest "$bundle/wheels-test" pytest hypothesis cffi vulkan jsonschema
 say "test wheels: $(ls "$bundle/wheels-test" | wc -l) for Python $python_version ($(du -sh "$bundle/wheels-test" | cut -f1))"
+rm -rf "$bundle/wheels-venv" && mkdir -p "$bundle/wheels-venv"
+"$python3" -m pip download --quiet --only-binary=:all: --python-version "$python_version" \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+  --dest "$bundle/wheels-venv" numpy cffi vulkan
+say "venv wheels: $(ls "$bundle/wheels-venv" | wc -l) for Python $python_version"
 
 # The payload role's own build tasks, for one worker of this architecture and Python.
 target="$(uname -m)-cp${python_version/./}"

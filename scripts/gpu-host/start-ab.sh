@@ -3,8 +3,9 @@
 # (glslc on PATH, as on a provisioned worker), for issue 50's start-up changes: the four-node
 # graph of payload/benchmarks/end_to_end.py at 2^26 and 2^28, the cpu backend's runs, a cold
 # timeline of the working tree, and end_to_end.py --npy with the copy engine's rate.
-# Needs from scripts/gpu-host/bundle.sh: build/gpu-host/debs/gl, build/gpu-host/debs/vvl (glslc)
-# and build/gpu-host/wheels-test; and the native libraries built (payload/src/gpulab/native/_lib).
+# Needs from scripts/gpu-host/bundle.sh: build/gpu-host/debs/gl, build/gpu-host/debs/vvl (glslc),
+# build/gpu-host/wheels-test and build/gpu-host/wheels-venv; and the native libraries built
+# (payload/src/gpulab/native/_lib).
 # Each NAME=DIR is a payload/src of another revision, made before the call, for example
 #   mkdir -p build/dev/t-6383c1b && git archive 6383c1b payload/src | tar -x -C build/dev/t-6383c1b
 #   (then carry build/dev and pass start=build/dev/t-6383c1b/payload/src);
@@ -27,7 +28,7 @@ nvidia-smi -L | tee "$out/gpu.txt"
 # A worker's venv: the payload's runtime wheels only (no torch, no .pth hooks).
 [ -x /tmp/ab-venv/bin/python ] || {
   python3 -m venv /tmp/ab-venv &&
-    /tmp/ab-venv/bin/pip install -q --no-index --find-links "$bundle"/wheels-test numpy cffi vulkan
+    /tmp/ab-venv/bin/pip install -q --no-index --find-links "$bundle"/wheels-venv numpy cffi vulkan
 }
 python=/tmp/ab-venv/bin/python
 # end_to_end.py's copy-engine column imports gpulab in the calling interpreter.
