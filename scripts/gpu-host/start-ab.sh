@@ -7,7 +7,8 @@
 # build/gpu-host/wheels-test and build/gpu-host/wheels-venv; and the native libraries built
 # (payload/src/gpulab/native/_lib).
 # Each NAME=DIR is a payload/src of another revision, made before the call, for example
-#   mkdir -p build/dev/t-6383c1b && git archive 6383c1b payload/src | tar -x -C build/dev/t-6383c1b
+#   mkdir -p build/dev/t-6383c1b && git archive 6383c1b payload/src \
+#     collections/ansible_collections/gpulab/cluster/plugins/module_utils | tar -x -C build/dev/t-6383c1b
 #   (then carry build/dev and pass start=build/dev/t-6383c1b/payload/src);
 # the working tree's payload/src runs last, as "head". Writes its outputs to $OUT (or /tmp).
 # Usage: scripts/gpu-host/start-ab.sh [NAME=DIR ...]
