@@ -117,8 +117,3 @@ def device_function(device: Any, name: str) -> Callable[..., Any]:
 def decode_version(version: int) -> str:
     """A packed Vulkan version as 'major.minor.patch'."""
     return f"{(version >> 22) & 0x7F}.{(version >> 12) & 0x3FF}.{version & 0xFFF}"
-
-
-def make_version(major: int, minor: int, patch: int = 0) -> int:
-    """A packed Vulkan version."""
-    return (major << 22) | (minor << 12) | patch

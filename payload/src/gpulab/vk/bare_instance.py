@@ -20,13 +20,15 @@ from gpulab._version import __version__
 VALIDATION_ENV = "GPULAB_VK_VALIDATION"
 
 
-def _packed(major: int, minor: int, patch: int = 0) -> int:
+def make_version(major: int, minor: int, patch: int = 0) -> int:
+    """A packed Vulkan version (defined here, where no binding is imported: the instance's
+    versions are packed before it loads; gpulab.vk._binding.decode_version reads one)."""
     return (major << 22) | (minor << 12) | patch
 
 
-API_VERSION = _packed(1, 2)
+API_VERSION = make_version(1, 2)
 """The version we ask for; 1.1 gives subgroup properties, 1.2 driver properties."""
-GPULAB_VERSION = _packed(*map(int, __version__.split(".")[:3]))
+GPULAB_VERSION = make_version(*map(int, __version__.split(".")[:3]))
 """gpulab's version, packed: the application's and the engine's."""
 _SUCCESS = 0
 _APPLICATION_INFO = 0  # VK_STRUCTURE_TYPE_APPLICATION_INFO

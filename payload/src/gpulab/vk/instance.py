@@ -123,6 +123,58 @@ def _destroy_instance(raw: Any, destroy_messenger: Callable[[], object] | None) 
     vk.vkDestroyInstance(raw, None)
 
 
+def _create(
+    app_name: str, validation: bool | None
+) -> tuple[Any, Callable[[], object] | None, bool]:
+    """A new VkInstance (see Instance), its messenger's destroyer (None without one), and
+    whether validation is on."""
+    want_validation = validation_requested() if validation is None else validation
+    layers: list[str] = []
+    extensions: list[str] = []
+    if want_validation:
+        if VALIDATION_LAYER in available_layers():
+            layers.append(VALIDATION_LAYER)
+            offered = _available_extensions() | _available_extensions(VALIDATION_LAYER)
+            extensions.extend(e for e in (DEBUG_UTILS, VALIDATION_FEATURES) if e in offered)
+        else:
+            _logger().warning("%s is not installed; running without validation", VALIDATION_LAYER)
+    app_info = vk.VkApplicationInfo(
+        pApplicationName=app_name,
+        applicationVersion=GPULAB_VERSION,
+        pEngineName="gpulab",
+        engineVersion=GPULAB_VERSION,
+        apiVersion=API_VERSION,
+    )
+    # The chain's structs stay in variables until vkCreateInstance returns.
+    messenger_info = _messenger_info() if DEBUG_UTILS in extensions else None
+    enabled_features = vk.ffi.new(
+        "VkValidationFeatureEnableEXT[1]",
+        [vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT],
+    )
+    features = (
+        vk.VkValidationFeaturesEXT(
+            pNext=messenger_info or vk.ffi.NULL,
+            enabledValidationFeatureCount=1,
+            pEnabledValidationFeatures=enabled_features,
+        )
+        if VALIDATION_FEATURES in extensions
+        else None
+    )
+    create_info = vk.VkInstanceCreateInfo(
+        pNext=features or messenger_info or vk.ffi.NULL,
+        pApplicationInfo=app_info,
+        ppEnabledLayerNames=layers or None,
+        ppEnabledExtensionNames=extensions or None,
+    )
+    raw = _create_holding_messages(create_info)
+    try:
+        destroy_messenger = _create_messenger(raw) if messenger_info else None
+    except BaseException:
+        vk.vkDestroyInstance(raw, None)
+        raise
+    return raw, destroy_messenger, bool(layers)
+
+
 class Instance(VkObject):
     """A VkInstance. Validation is off unless `validation=True` or GPULAB_VK_VALIDATION=1.
 
@@ -135,63 +187,14 @@ class Instance(VkObject):
     def __init__(
         self, app_name: str = "gpulab", validation: bool | None = None, *, adopt: int = 0
     ) -> None:
+        """`adopt`: the handle of an instance gpulab.vk.bare_instance made (no validation),
+        which this object then owns, instead of creating one."""
         if adopt:
-            # An instance made without validation by gpulab.vk.bare_instance: this owns it.
-            raw = vk.ffi.cast("VkInstance", adopt)
-            self._own(raw, functools.partial(_destroy_instance, raw, None), None)
-            self.validation = False
-            self._physical_devices: list[PhysicalDevice] | None = None
-            self._enumerating = threading.Lock()
-            return
-        want_validation = validation_requested() if validation is None else validation
-        layers: list[str] = []
-        extensions: list[str] = []
-        if want_validation:
-            if VALIDATION_LAYER in available_layers():
-                layers.append(VALIDATION_LAYER)
-                offered = _available_extensions() | _available_extensions(VALIDATION_LAYER)
-                extensions.extend(e for e in (DEBUG_UTILS, VALIDATION_FEATURES) if e in offered)
-            else:
-                _logger().warning(
-                    "%s is not installed; running without validation", VALIDATION_LAYER
-                )
-        app_info = vk.VkApplicationInfo(
-            pApplicationName=app_name,
-            applicationVersion=GPULAB_VERSION,
-            pEngineName="gpulab",
-            engineVersion=GPULAB_VERSION,
-            apiVersion=API_VERSION,
-        )
-        # The chain's structs stay in variables until vkCreateInstance returns.
-        messenger_info = _messenger_info() if DEBUG_UTILS in extensions else None
-        enabled_features = vk.ffi.new(
-            "VkValidationFeatureEnableEXT[1]",
-            [vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT],
-        )
-        features = (
-            vk.VkValidationFeaturesEXT(
-                pNext=messenger_info or vk.ffi.NULL,
-                enabledValidationFeatureCount=1,
-                pEnabledValidationFeatures=enabled_features,
-            )
-            if VALIDATION_FEATURES in extensions
-            else None
-        )
-        create_info = vk.VkInstanceCreateInfo(
-            pNext=features or messenger_info or vk.ffi.NULL,
-            pApplicationInfo=app_info,
-            ppEnabledLayerNames=layers or None,
-            ppEnabledExtensionNames=extensions or None,
-        )
-        raw = _create_holding_messages(create_info)
-        try:
-            destroy_messenger = _create_messenger(raw) if messenger_info else None
-        except BaseException:
-            vk.vkDestroyInstance(raw, None)
-            raise
+            raw, destroy_messenger, self.validation = vk.ffi.cast("VkInstance", adopt), None, False
+        else:
+            raw, destroy_messenger, self.validation = _create(app_name, validation)
         self._own(raw, functools.partial(_destroy_instance, raw, destroy_messenger), None)
-        self.validation = bool(layers)
-        self._physical_devices = None
+        self._physical_devices: list[PhysicalDevice] | None = None
         self._enumerating = threading.Lock()
 
     @property

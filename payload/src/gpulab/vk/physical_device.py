@@ -6,8 +6,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpulab.vk._binding import decode_version, make_version, vk
+from gpulab.vk._binding import decode_version, vk
 from gpulab.vk._handle import VkObject
+from gpulab.vk.bare_instance import make_version
 from gpulab.vk.errors import NoVulkanDevice
 
 if TYPE_CHECKING:
