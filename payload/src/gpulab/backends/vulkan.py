@@ -258,15 +258,18 @@ class _Recording:
         self._give_back()
         self._record()
 
+    def _held_allocations(self) -> list[Allocation]:
+        """What _record holds to the end: the reads, the kept values, the extra outputs'
+        scratch and the verdicts, each once (a value over an input shares its allocation)."""
+        kept = [allocation for _, extras in self.extras for allocation, _ in extras.values()]
+        every = [*self.held.values(), *kept, *self.verdicts.values()]
+        return list({id(allocation): allocation for allocation in every}.values())
+
     def _give_back(self) -> None:
         """Release what _record acquired into the pool (which keeps the buffers for the next
         pass) and forget what it recorded."""
-        kept = [allocation for _, extras in self.extras for allocation, _ in extras.values()]
-        given: set[int] = set()
-        for allocation in [*self.held.values(), *kept, *self.verdicts.values()]:
-            if id(allocation) not in given:
-                given.add(id(allocation))
-                self.pool.release(allocation)
+        for allocation in self._held_allocations():
+            self.pool.release(allocation)
         self.held, self.extras, self.verdicts = {}, [], {}
         self.dispatches = 0
 
@@ -568,8 +571,7 @@ class _Recording:
         return times, "gpu", gpu_ms, (ticks[1] - ticks[0]) * period / 1e6
 
     def close(self) -> None:
-        kept = [allocation for _, extras in self.extras for allocation, _ in extras.values()]
-        for allocation in [*self.held.values(), *kept, *self.verdicts.values()]:
+        for allocation in self._held_allocations():
             if not allocation.freed:
                 allocation.free()
         self.held, self.extras, self.verdicts = {}, [], {}

@@ -198,9 +198,8 @@ def compile_ahead(sources: Sequence[bytes], *, include: Path | None = None) -> d
     argv = _compiler_argv(include)
     if argv is None or not compiles_many():
         return {}
-    missing = [
-        source for source in dict.fromkeys(sources) if cached_spirv(source, include=include) is None
-    ]
+    cache_files = {source: _cache_file(argv, source) for source in sources}
+    missing = [source for source, cached in cache_files.items() if _read_cached(cached) is None]
     if len(missing) < 2:
         return {}
     import subprocess  # noqa: PLC0415 - see compile_source
@@ -217,7 +216,7 @@ def compile_ahead(sources: Sequence[bytes], *, include: Path | None = None) -> d
             out = Path(work) / f"{name}.spv"
             if out.is_file():
                 compiled[source] = out.read_bytes()
-                cached = _cache_file(argv, source)
+                cached = cache_files[source]
                 if cached is not None:
                     write_atomically(cached, compiled[source])
     return compiled
