@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -94,26 +94,25 @@ def physical_device(index: int) -> PhysicalDevice:
     return devices[index]
 
 
-IN_PLACE_OPS = frozenset({"add", "scale", "saxpy", "normalize"})
-"""The ops whose packaged recording may write its result over an input: shaders/elementwise.comp
-reads element i (or vec4 i) of every input before it writes element i of the result, in the
-same invocation (normalize's norm is a pass of its own before). A user's kernel, a package's
-op and every other op (matvec reads all of x for each element) keep their results apart."""
-
-
 class _InPlace:
     """Which value a node may be written in place of: a fused group's written member, one the
-    group reads; a node alone of IN_PLACE_OPS, one it reads. Of the node's shape, that no node
-    reads after the group's anchor (the node) and nothing keeps (an export, a value read back),
-    either an input (made again every run) or a passing result; each at most once. The group's
-    shader loads every element before it stores any (gpulab.kernels.fused), element by element,
-    so the member may overwrite it: the graph then holds one vector less on the device (saxpy
-    of two inputs: a third less)."""
+    group reads; a node alone whose recording writes in place (`writes_in_place`: gpulab's
+    elementwise ops, kernels.op_recordings.IN_PLACE), one it reads. Of the node's shape, that
+    no node reads after the group's anchor (the node) and nothing keeps (an export, a value
+    read back), either an input (made again every run) or a passing result; each at most
+    once. The group's shader loads every element before it stores any (gpulab.kernels.fused),
+    element by element, so the member may overwrite it: the graph then holds one vector less
+    on the device (saxpy of two inputs: a third less)."""
 
     def __init__(
-        self, segment: Segment, pinned: set[str], member_of: Mapping[str, FusedGroup]
+        self,
+        segment: Segment,
+        pinned: set[str],
+        member_of: Mapping[str, FusedGroup],
+        writes_in_place: Callable[[str], bool],
     ) -> None:
         self.segment = segment
+        self.writes_in_place = writes_in_place
         self.pinned = pinned
         # Where each node's reads happen: a group member reads in its group's dispatch, at
         # the anchor (which may come after nodes recorded between the members).
@@ -143,7 +142,7 @@ class _InPlace:
         """Whose memory `node` (a member of `group`, or alone: None) takes: a passing value's
         name, or the held input's (also when the value it overwrites lies over that input);
         None: memory of its own."""
-        if group is None and node.op not in IN_PLACE_OPS:
+        if group is None and not self.writes_in_place(node.op):
             return None
         members, ids = (group.nodes, group.ids) if group is not None else ([node], (node.id,))
         segment = self.segment
@@ -304,7 +303,9 @@ class _Recording:
         # back to the pool: the group's shader, recorded at the anchor, still reads them.
         open_groups: set[int] = set()
         deferred: list[str] = []
-        in_place = _InPlace(segment, pinned, member_of)
+        in_place = _InPlace(
+            segment, pinned, member_of, self.executor.session.kernels.writes_in_place
+        )
         for index, node in enumerate(segment.nodes):
             group = member_of.get(node.id)
             if group is None or node.id in group.written:

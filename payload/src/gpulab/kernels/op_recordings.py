@@ -202,6 +202,13 @@ RECORDINGS: Mapping[str, OpRecording] = {
 }
 """Each op's recording on Vulkan, by name (the contract's ops and copy and fill)."""
 
+IN_PLACE = frozenset({"add", "scale", "saxpy", "normalize"})
+"""The ops whose recording may write its result over one of its inputs: each is
+Recording.elementwise (shaders/elementwise.comp), which reads element i (or vec4 i) of every
+input before it writes element i of the result, in the same invocation (normalize's norm is a
+pass of its own before). Every other recording writes apart: matvec reads all of x for each
+element, a user's or a package's kernel could read anything."""
+
 
 def has_recording(op: str) -> bool:
     """Whether `op` can be recorded."""

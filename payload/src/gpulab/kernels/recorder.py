@@ -15,6 +15,7 @@ from gpulab.kernels._recording import Input, Recording, Reduction, Scratch
 from gpulab.kernels.array import FLOAT_BYTES, DeviceArray, OwnedArray
 from gpulab.kernels.generate import Pattern, record_pattern, unsupported
 from gpulab.kernels.op_recordings import (
+    IN_PLACE,
     NO_EXTRAS,
     Extra,
     Extras,
@@ -213,6 +214,11 @@ class Kernels(Closeable):
         """Whether this device can record `op` (an op another package adds may have no
         Vulkan recording)."""
         return has_recording(op)
+
+    def writes_in_place(self, op: str) -> bool:
+        """Whether `op`'s recording may write its result over one of its inputs
+        (op_recordings.IN_PLACE)."""
+        return op in IN_PLACE
 
     def generate(self, cmd: CommandBuffer, pattern: Pattern, out: DeviceArray) -> None:
         """Append the dispatches that fill `out` with `pattern` (see gpulab.kernels.generate),
