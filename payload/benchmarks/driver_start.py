@@ -14,7 +14,14 @@ and at the device. Modes:
 - `preload`: each installed ICD's library dlopened first through ctypes (`preloaded`);
 - `preload_all`: every library `bare` saw loaded, dlopened first;
 - `gil`: the ICD libraries dlopened on a second thread while this one counts, which tells
-  whether ctypes' dlopen lets the GIL go (`spins`).
+  whether ctypes' dlopen lets the GIL go (`spins`);
+- `one_icd`: VK_ICD_FILENAMES names one manifest per distinct driver library (a host with two
+  manifests of one library has the loader start that driver twice);
+- `no_implicit`: the loader's implicit layers off (VK_LOADER_LAYERS_DISABLE=~implicit~ and
+  NVIDIA's DISABLE_LAYER_NV_OPTIMUS_1).
+
+Every mode also says which ICD manifests it found (`manifests`) and how many physical devices
+the loader reported (`physical_devices`).
 
 It needs the binding and a driver only (no gpulab): what is left is the driver's own time.
 """
@@ -34,13 +41,16 @@ import sys  # noqa: E402
 import threading  # noqa: E402
 from typing import Any  # noqa: E402
 
-MODES = ("bare", "ours", "preload", "preload_all", "gil")
+MODES = ("bare", "ours", "preload", "preload_all", "gil", "one_icd", "no_implicit")
 ICD_FOLDERS = (
-    "/usr/share/vulkan/icd.d",
+    "/etc/xdg/vulkan/icd.d",
     "/etc/vulkan/icd.d",
     "/usr/local/share/vulkan/icd.d",
+    "/usr/share/vulkan/icd.d",
     "/usr/local/nvidia/share/vulkan/icd.d",
 )
+"""The loader's default search path (XDG_CONFIG_DIRS, SYSCONFDIR, XDG_DATA_DIRS), and where
+NVIDIA's container images keep the driver's manifest."""
 SEEN = "/tmp/gpulab-driver-start-libraries.json"
 """Where `bare` leaves the libraries it saw loaded, for `preload_all`."""
 
@@ -59,13 +69,25 @@ def libraries() -> set[str]:
     return found
 
 
-def icd_libraries() -> list[str]:
-    names = []
+def icd_manifests() -> dict[str, str]:
+    """Each ICD manifest found, and the library it names."""
+    found = {}
     for folder in ICD_FOLDERS:
         for path in sorted(glob.glob(f"{folder}/*.json")):
             with open(path, encoding="utf-8") as manifest:
-                names.append(json.load(manifest)["ICD"]["library_path"])
-    return names
+                found[os.path.realpath(path)] = json.load(manifest)["ICD"]["library_path"]
+    return found
+
+
+def icd_libraries() -> list[str]:
+    return list(icd_manifests().values())
+
+
+def one_manifest_per_library() -> str:
+    firsts: dict[str, str] = {}
+    for path, library in icd_manifests().items():
+        firsts.setdefault(library, path)
+    return ":".join(firsts.values())
 
 
 def preload(mode: str, marks: dict[str, Any]) -> None:
@@ -99,7 +121,13 @@ def preload(mode: str, marks: dict[str, Any]) -> None:
 def measure(mode: str) -> dict[str, Any]:
     marks: dict[str, Any] = {"start": ms()}
     before = libraries()
-    if mode not in ("bare", "ours"):
+    marks["manifests"] = icd_manifests()
+    if mode == "one_icd":
+        os.environ["VK_ICD_FILENAMES"] = marks["icd_filenames"] = one_manifest_per_library()
+    elif mode == "no_implicit":
+        os.environ["VK_LOADER_LAYERS_DISABLE"] = "~implicit~"
+        os.environ["DISABLE_LAYER_NV_OPTIMUS_1"] = "1"
+    elif mode not in ("bare", "ours"):
         preload(mode, marks)
     import vulkan as vk  # noqa: PLC0415 - timed
 
@@ -108,8 +136,10 @@ def measure(mode: str) -> dict[str, Any]:
     instance = vk.vkCreateInstance(vk.VkInstanceCreateInfo(pApplicationInfo=app), None)
     marks["create_instance"] = ms()
     at_instance = libraries()
-    physical = vk.vkEnumeratePhysicalDevices(instance)[0]
+    physicals = vk.vkEnumeratePhysicalDevices(instance)
     marks["enum_devices"] = ms()
+    marks["physical_devices"] = len(physicals)
+    physical = physicals[0]
     queue = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=0, queueCount=1, pQueuePriorities=[1.0])
     extra: dict[str, Any] = {}
     if mode == "ours":
