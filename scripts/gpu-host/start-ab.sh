@@ -10,8 +10,11 @@
 #   mkdir -p build/dev/t-6383c1b && git archive 6383c1b payload/src \
 #     collections/ansible_collections/gpulab/cluster/plugins/module_utils | tar -x -C build/dev/t-6383c1b
 #   (then carry build/dev and pass start=build/dev/t-6383c1b/payload/src);
-# the working tree's payload/src runs last, as "head". Writes its outputs to $OUT (or /tmp).
-# Usage: scripts/gpu-host/start-ab.sh [NAME=DIR ...]
+# the working tree's payload/src runs last, as "head". Writes its outputs to $OUT (or /tmp), at
+# most six files (a device call brings back eight).
+# Environment: E2E, end_to_end.py's inputs (default --npy; empty: random inputs, with the torch
+# script); PAIRS28, the rounds at 2^28 (default 6; 0: none).
+# Usage: [E2E=...] [PAIRS28=N] scripts/gpu-host/start-ab.sh [NAME=DIR ...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
@@ -56,12 +59,16 @@ PYTHONPATH=/tmp/ab-trees/head $python -m gpulab run /tmp/ab-g26.json --backend v
 
 ab="python3 payload/benchmarks/trees_ab.py --python $python ${trees[*]}"
 $ab --pairs 10 -- /tmp/ab-g26.json --backend vulkan 2>&1 | tee "$out/ab-g26.txt"
-$ab --pairs 6 -- /tmp/ab-g28.json --backend vulkan 2>&1 | tee "$out/ab-g28.txt"
+pairs28=${PAIRS28:-6}
+[ "$pairs28" = 0 ] || $ab --pairs "$pairs28" -- /tmp/ab-g28.json --backend vulkan 2>&1 | tee "$out/ab-g28.txt"
 python3 payload/benchmarks/trees_ab.py --python $python head=/tmp/ab-trees/head --pairs 3 \
   -- /tmp/ab-g26.json --backend cpu 2>&1 | tee "$out/cpu-g26.txt"
-PYTHONPATH=/tmp/ab-trees/head $python payload/benchmarks/cold_timeline.py "$out/timeline-26.json" \
+PYTHONPATH=/tmp/ab-trees/head $python payload/benchmarks/cold_timeline.py /tmp/ab-timeline-26.json \
   run /tmp/ab-g26.json --backend vulkan -o /tmp/ab-r.json
-python3 payload/benchmarks/cold_timeline.py --show "$out/timeline-26.json" >"$out/timeline-26.txt"
+python3 payload/benchmarks/cold_timeline.py --show /tmp/ab-timeline-26.json >"$out/timeline-26.txt"
+e2e=${E2E---npy}
+name=end-to-end${e2e:+-npy}
+# shellcheck disable=SC2086 # E2E is a list of flags
 (cd /tmp && PYTHONPATH=/tmp/ab-trees/head:/tmp/gpulab-site python3 \
-  "$repo/payload/benchmarks/end_to_end.py" --python $python --log2n 26 28 --repeats 3 --npy \
-  --no-torch --json "$out/end-to-end-npy.json" 2>&1 | tee "$out/end-to-end-npy.txt")
+  "$repo/payload/benchmarks/end_to_end.py" --python $python --log2n 26 28 --repeats 3 $e2e \
+  ${e2e:+--no-torch} --json "$out/$name.json" 2>&1 | tee "$out/$name.txt")
