@@ -12,9 +12,12 @@ import pytest
 from gpulab.graph.model import Fill, GraphInput, Linspace, Random, Source
 from gpulab.graph.values import materialize
 from gpulab.kernels import Constant, Kernels, OwnedArray, Pattern, Ramp, Uniform
-from gpulab.kernels.generate import TINY, advance
+from gpulab.kernels.generate import TINY
+from gpulab.kernels.pcg64 import advance, generate_state, seeded
 from gpulab.ops import Kind
 from gpulab.vk import CommandPool, Device, Fence
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 class Generator:
@@ -84,6 +87,24 @@ def test_advance_matches_numpy_jump_ahead() -> None:
         for steps in (0, 1, 2, 255, 10**6, 2**64 + 17):
             jumped = np.random.PCG64(seed).advance(steps).state["state"]
             assert advance(int(state["state"]), int(state["inc"]), steps) == jumped["state"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.integers(0, 2**32), st.integers(0, 2**300)))
+def test_seeding_matches_numpy(seed: int) -> None:
+    """pcg64.seeded is np.random.PCG64(seed)'s state, seeds of one word or of many (more
+    than the pool's four words mix in a second pass)."""
+    numpy_state = np.random.PCG64(seed).state["state"]
+    assert seeded(seed) == (int(numpy_state["state"]), int(numpy_state["inc"]))
+    words = np.random.SeedSequence(seed).generate_state(6, np.uint64)
+    assert generate_state(seed, 6) == [int(word) for word in words]
+
+
+def test_seeding_refuses_a_negative_seed_as_numpy_does() -> None:
+    with pytest.raises(ValueError, match="non-negative"):
+        seeded(-1)
+    with pytest.raises(ValueError):
+        np.random.PCG64(-1)
 
 
 SEEDS = (0, 1, 7, 12345, 2**32 + 1, 2**63 + 11)

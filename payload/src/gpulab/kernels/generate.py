@@ -18,10 +18,8 @@ import numpy as np
 
 from gpulab.kernels._recording import NO_ELEMENT, Recording
 from gpulab.kernels.array import DeviceArray
+from gpulab.kernels.pcg64 import advance, seeded
 
-MULTIPLIER = (0x2360ED051FC65DA4 << 64) | 0x4385DF649FCCF645
-"""PCG64's LCG multiplier (numpy's PCG_DEFAULT_MULTIPLIER_128)."""
-_MASK = (1 << 128) - 1
 NEEDED_FEATURES = ("shaderInt64", "shaderFloat64")
 TINY = 2.0**-900
 """Nonzero parameters below this in size could make subnormal doubles on the device, which
@@ -42,8 +40,8 @@ class Uniform:
     @classmethod
     def from_seed(cls, seed: int, low: float, high: float) -> Uniform:
         """The stream of np.random.default_rng(seed)."""
-        state = np.random.PCG64(seed).state["state"]
-        return cls(int(state["state"]), int(state["inc"]), float(low), float(high))
+        state, increment = seeded(seed)
+        return cls(state, increment, float(low), float(high))
 
 
 @dataclass(frozen=True)
@@ -62,20 +60,6 @@ class Constant:
 
 
 Pattern = Uniform | Ramp | Constant
-
-
-def advance(state: int, increment: int, steps: int) -> int:
-    """The PCG64 state `steps` LCG steps later (jump-ahead by repeated squaring)."""
-    mult, plus = 1, 0
-    cur_mult, cur_plus = MULTIPLIER, increment
-    while steps:
-        if steps & 1:
-            mult = mult * cur_mult & _MASK
-            plus = (plus * cur_mult + cur_plus) & _MASK
-        cur_plus = (cur_mult + 1) * cur_plus & _MASK
-        cur_mult = cur_mult * cur_mult & _MASK
-        steps >>= 1
-    return (mult * state + plus) & _MASK
 
 
 def _ramp_step(ramp: Ramp, count: int) -> float:
