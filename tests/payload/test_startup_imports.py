@@ -116,43 +116,9 @@ def test_the_public_names_resolve_to_their_modules() -> None:
         _ = gpulab.nothing  # type: ignore[attr-defined]
 
 
-# The `gpulab` command's own entry (cli.launch), its end (os._exit) reporting whether the cycle
-# collector was paused when the driver's head start began, and is on at the end.
-ENTRY_PROBE = """
-import gc, json, os, sys
-import gpulab.cli.head_start as head_start
-seen = {}
-start, exit_now = head_start.start, os._exit
-def start_seen(argv):
-    seen["paused_at_start"] = not gc.isenabled()
-    start(argv)
-def report(code):
-    seen.update(code=code, collector=gc.isenabled())
-    print(json.dumps(seen), file=sys.stderr, flush=True)
-    exit_now(code)
-head_start.start, os._exit = start_seen, report
-sys.argv = ["gpulab", *sys.argv[1:]]
-from gpulab.cli.launch import entry
-entry()
-"""
-
-
-def entry_report(*argv: str) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", ENTRY_PROBE, *argv], capture_output=True, text=True, check=False
-    )
-    report: dict[str, object] = json.loads(done.stderr.strip().splitlines()[-1])
-    return report
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [("validate", str(EXAMPLE)), ("run", str(EXAMPLE), "--backend", "cpu", "-o", "-"), ("schema",)],
-    ids=["validate", "run", "schema"],
-)
-def test_the_collector_pauses_for_the_start_up_and_is_on_when_a_command_ends(
-    argv: tuple[str, ...],
-) -> None:
-    # A command that forgot to resume it would run (a worker: for days) without one.
-    report = entry_report(*argv)
-    assert report == {"paused_at_start": True, "code": 0, "collector": True}
+def test_a_vulkan_run_of_random_inputs_does_not_import_numpy_random() -> None:
+    # The device makes them from PCG64's state, seeded in plain Python (kernels.pcg64).
+    code, modules = loaded_by("run", str(EXAMPLE), "--backend", "vulkan", "-o", "-")
+    assert code == 0
+    assert "gpulab.kernels.generate" in modules
+    assert [m for m in modules if m.startswith("numpy.random")] == []

@@ -23,7 +23,6 @@ from gpulab.cli.errors import (
     EXIT_UNAVAILABLE,
 )
 from gpulab.cli.graph_file import collector_handed_back
-from gpulab.cli.launch import resume_collector
 from gpulab.cli.output import say
 from gpulab.cli.signals import Terminated, sigterm_unwinds
 
@@ -84,8 +83,6 @@ def parse_command(argv: list[str], process_ends: bool = False) -> argparse.Names
 def run_command(args: argparse.Namespace) -> int:
     """The parsed command's handler; its errors become one line on stderr and the contract's
     exit code."""
-    if not getattr(args, "resumes_collector", False):
-        resume_collector()  # the command's modules are in (a run resumes it itself, later)
     try:
         with sigterm_unwinds(), collector_handed_back():
             code: int = args.handler(args)

@@ -19,7 +19,6 @@ from gpulab.cli.errors import EXIT_OK, EXIT_RUNTIME
 from gpulab.cli.graph_errors import guarded
 from gpulab.cli.graph_file import load_for_command
 from gpulab.cli.head_start import WORKER_ENV, take, worker_socket
-from gpulab.cli.launch import resume_collector
 from gpulab.cli.output import say, warn
 from gpulab.graph import Graph, GraphInvalid, MemoryLimit
 
@@ -107,8 +106,7 @@ def add_parser(commands: Any) -> None:
         f"(default ${WORKER_ENV}; paths are taken from this directory, the environment is the "
         "worker's)",
     )
-    # A run imports numpy and the backends in its handler: the collector resumes after them.
-    parser.set_defaults(handler=main, resumes_collector=True)
+    parser.set_defaults(handler=main)
 
 
 @contextlib.contextmanager
@@ -198,7 +196,6 @@ def _run_graph(args: argparse.Namespace) -> int:
         on_device = runner.backend == "vulkan"
         graph = _load(args.graph, runner.memory_limit(), check_values=not on_device)
         load_ms = (time.perf_counter() - started) * 1e3
-        resume_collector()  # after the imports and the graph (frozen by its load)
         warn(args.graph, graph.warnings)
         target = prepare_output(
             args.output, Path(args.graph), graph, args.full, runner.memory_limit()
@@ -243,6 +240,5 @@ def main(args: argparse.Namespace) -> int:
     if args.worker is not None and _kept is None:
         from gpulab.cli.worker_client import run_on_worker  # noqa: PLC0415
 
-        resume_collector()
         return run_on_worker(args.worker, args.argv)
     return guarded(args.graph, lambda: _run(args))
