@@ -79,19 +79,15 @@ def icd_manifests() -> dict[str, str]:
     return found
 
 
-def icd_libraries() -> list[str]:
-    return list(icd_manifests().values())
-
-
-def one_manifest_per_library() -> str:
+def one_manifest_per_library(manifests: dict[str, str]) -> str:
     firsts: dict[str, str] = {}
-    for path, library in icd_manifests().items():
+    for path, library in manifests.items():
         firsts.setdefault(library, path)
     return ":".join(firsts.values())
 
 
-def preload(mode: str, marks: dict[str, Any]) -> None:
-    names = icd_libraries()
+def preload(mode: str, manifests: dict[str, str], marks: dict[str, Any]) -> None:
+    names = list(manifests.values())
     if mode == "preload_all":
         with open(SEEN, encoding="utf-8") as seen:
             names = ["libvulkan.so.1", *json.load(seen)]
@@ -121,14 +117,15 @@ def preload(mode: str, marks: dict[str, Any]) -> None:
 def measure(mode: str) -> dict[str, Any]:
     marks: dict[str, Any] = {"start": ms()}
     before = libraries()
-    marks["manifests"] = icd_manifests()
+    marks["manifests"] = manifests = icd_manifests()
     if mode == "one_icd":
-        os.environ["VK_ICD_FILENAMES"] = marks["icd_filenames"] = one_manifest_per_library()
+        marks["icd_filenames"] = one_manifest_per_library(manifests)
+        os.environ["VK_ICD_FILENAMES"] = marks["icd_filenames"]
     elif mode == "no_implicit":
         os.environ["VK_LOADER_LAYERS_DISABLE"] = "~implicit~"
         os.environ["DISABLE_LAYER_NV_OPTIMUS_1"] = "1"
     elif mode not in ("bare", "ours"):
-        preload(mode, marks)
+        preload(mode, manifests, marks)
     import vulkan as vk  # noqa: PLC0415 - timed
 
     marks["import_vulkan"] = ms()

@@ -20,6 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
@@ -31,8 +32,6 @@ Bytes = npt.NDArray[np.uint8]
 
 def timed(threads: int, nbytes: int, step: Callable[[int], object]) -> float:
     """GB/s of step(at) over every piece of `nbytes`, on `threads` threads, best of three."""
-    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
-
     best = float("inf")
     with ThreadPoolExecutor(threads) as pool:
         for _ in range(3):
@@ -115,7 +114,6 @@ def main() -> None:
                     show(f"{nbytes >> 20} MiB into {name}", 16, reads(file, view, 16))
                     if not np.array_equal(view, source):
                         sys.exit(f"the last read into {name} differs from the file")
-                    del view
     finally:
         os.close(file)
         os.unlink(path)
