@@ -55,6 +55,9 @@ CANDIDATES = (
     "16x16x8",
     "16x8x8",
     "8x8x8",
+    "32x16x8s+unrolled",
+    "16x32x8s+unrolled",
+    "16x16x8+unrolled",
     "16x16x8sw",
     "16x16x8w",
     "8x16x8w",
@@ -87,9 +90,10 @@ CANDIDATES = (
     "8x16x8w+staged+unrolled",
 )
 """The default candidates: today's tiles and two more shapes (a 256 x 128 block, a 16-deep
-panel), wide tiles (8 x 16 outputs per invocation: 128 x 256 blocks of 256 invocations, 128 x
-128 of 128), split-K for the small and medium products, staged stores, and the wide, staged
-and split ones again from matmul_unrolled.comp (`unrolled`)."""
+panel), tiles unrolled (matmul_unrolled.comp), wide tiles (8 x 16 outputs per invocation:
+128 x 256 blocks of 256 invocations, 128 x 128 of 128), split-K for the small and medium
+products, staged stores, and the wide, staged and split ones again from
+matmul_split_unrolled.comp (`unrolled`)."""
 AGAIN = "auto (again)"
 """auto measured once more after the others at each shape: the drift of the run."""
 SPLIT_SKIPPED = ("large", "thin_k")

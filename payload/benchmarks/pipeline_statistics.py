@@ -4,7 +4,8 @@
 
 TILE is XxYxD as GPULAB_MATMUL_TILE spells it, with `s` appended for subgroup tiling (e.g.
 32x16x8s), or a plan with a tile as GPULAB_MATMUL_VARIANT spells it (16x16x8w+staged,
-16x16x8+split4: those compile matmul_split.spv; --spv replaces both builds). It needs a driver
+16x16x8+split4: those compile matmul_split.spv; `unrolled` the unrolled twin of either build;
+--spv replaces every build). It needs a driver
 with VK_KHR_pipeline_executable_properties (NVIDIA's has it, lavapipe's does not: then it says
 so and exits 3). It talks to the `vulkan` binding directly, because gpulab's device does not
 enable that extension (it would slow every pipeline's creation for a tuning aid). One line per
@@ -93,7 +94,7 @@ def main() -> int:
         None,
     )
     modules = {}
-    for name in ("matmul", "matmul_split"):
+    for name in ("matmul", "matmul_split", "matmul_unrolled", "matmul_split_unrolled"):
         shader = resources.files("gpulab.shaders") / f"{name}.spv"
         code = Path(args.spv).read_bytes() if args.spv else shader.read_bytes()
         modules[name] = vk.vkCreateShaderModule(
@@ -103,9 +104,10 @@ def main() -> int:
     for tile_text, plan in zip(args.tiles, plans, strict=True):
         tile = plan.tile
         assert tile is not None
-        split = plan.split_shader
-        module = modules["matmul_split" if split else "matmul"]
-        values = tile.split_specialization(plan.staged) if split else tile.specialization
+        module = modules[plan.source]
+        values = (
+            tile.split_specialization(plan.staged) if plan.split_shader else tile.specialization
+        )
         entries = [
             vk.VkSpecializationMapEntry(constantID=i, offset=4 * n, size=4)
             for n, (i, _) in enumerate(values)

@@ -132,6 +132,8 @@ last slice, n a multiple of 4 but not of the block."""
         "8x16x8w+split2+staged",
         "8x8x8sw+split3",
         "unrolled",
+        "32x16x8s+unrolled",
+        "16x16x8+split2+unrolled",
         "16x16x8w+unrolled",
         "8x16x8w+split2+staged+unrolled",
         "32x16x8s+staged+unrolled",
@@ -186,8 +188,15 @@ def test_plans_parse_and_spell_back() -> None:
     spellings = ("auto", "16x16x8", "split2", "staged", "32x16x8s+split3+staged", "8x8x8sw")
     for spelling in (*spellings, "16x16x8w+split2+staged+unrolled", "unrolled"):
         assert parse_plan(spelling).spelling == spelling
-    assert parse_plan("unrolled").split_source == "matmul_unrolled"
-    assert parse_plan("16x16x8w").split_source == "matmul_split"
+    sources = {
+        "auto": "matmul",
+        "32x16x8s+unrolled": "matmul_unrolled",
+        "16x16x8w": "matmul_split",
+        "split2+unrolled": "matmul_split_unrolled",
+        "32x16x8+staged+unrolled": "matmul_split_unrolled",
+    }
+    for spelling, source in sources.items():
+        assert parse_plan(spelling).source == source
     wrong_ones = (
         "",
         "fast",

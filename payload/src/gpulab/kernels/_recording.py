@@ -380,7 +380,7 @@ class Recording:
             return
         flags |= int(n % 4 == 0 and out.offset % 16 == 0) << 2
         self.dispatch(
-            "matmul",
+            plan.source,
             tile.specialization,
             (a.binding(), b.binding(), out.binding()),
             _MATMUL_PUSH(m, k, n, flags),
@@ -399,7 +399,7 @@ class Recording:
         groups: tuple[int, int, int],
         flags: int,
     ) -> None:
-        """matmul_split.comp (or matmul_unrolled.comp): k in slices written one after another
+        """matmul_split.comp (or matmul_split_unrolled.comp): k in slices written one after another
         into scratch (then matmul_sum.comp adds them into `out`), or straight into `out` when
         one slice is left (k too short to split, no scratch, or too many floats for one
         binding)."""
@@ -415,7 +415,7 @@ class Recording:
             target = DeviceArray(area.buffer, (slices * stride,), area.offset)
         flags |= int(n % 4 == 0 and target.offset % 16 == 0) << 2
         self.dispatch(
-            plan.split_source,
+            plan.source,
             tile.split_specialization(plan.staged),
             (a.binding(), b.binding(), target.binding()),
             _MATMUL_SPLIT_PUSH(m, k, n, flags, chunk, stride),

@@ -20,8 +20,9 @@ the workgroups per multiprocessor (docs/benchmarks.md).
 
 A MatmulPlan says how one product runs: its tile (or the automatic choice above), a split of k
 into slices (split-K: matmul_split.comp writes one result per slice, matmul_sum.comp adds them,
-for products whose result is too small to fill the device) and staged stores of C (rows that
-are not whole vec4s written through shared memory, neighbour by neighbour). The plan depends on
+for products whose result is too small to fill the device), staged stores of C (rows that
+are not whole vec4s written through shared memory, neighbour by neighbour) and the unrolled
+twin of either build (matmul_unrolled.comp, matmul_split_unrolled.comp). The plan depends on
 the product's regime (`regime`: thin_k, small, medium, large) through DEVICE_PLANS, a table
 per device class that benchmarks fill (payload/benchmarks/matmul_sweep.py measures every
 candidate); GPULAB_MATMUL_VARIANT sets one plan for every regime, for tuning and the sweep.
@@ -215,8 +216,9 @@ def tile_for(tiles: Sequence[MatmulTile], m: int, n: int, slices: int = 1) -> Ma
 class MatmulPlan:
     """How one product runs: `tile` (None: tile_for's choice among the device's tiles),
     `split` slices of k (more than 1: matmul_split.comp into scratch, then matmul_sum.comp),
-    `staged` stores of C (matmul_split.comp) and `unrolled`: matmul_unrolled.comp, the same
-    kernel with [[unroll]] on every loop over registers (shaders/matmul.glsl says why)."""
+    `staged` stores of C (matmul_split.comp) and `unrolled`: the unrolled twin of the build
+    (matmul_unrolled.comp or matmul_split_unrolled.comp: [[unroll]] on the loops over
+    registers, panels two at a time; shaders/matmul.glsl says why)."""
 
     tile: MatmulTile | None = None
     split: int = 1
@@ -225,15 +227,16 @@ class MatmulPlan:
 
     @property
     def split_shader(self) -> bool:
-        """Whether it runs the split build, matmul_split.comp or matmul_unrolled.comp
-        (split_source; else matmul.comp, as before plans existed)."""
+        """Whether it runs the split build (split-K, staged stores or a wide tile: its push
+        constants and specialization; else matmul.comp's, as before plans existed)."""
         wide = self.tile is not None and self.tile.wide
-        return self.split > 1 or self.staged or self.unrolled or wide
+        return self.split > 1 or self.staged or wide
 
     @property
-    def split_source(self) -> str:
-        """The shader a split_shader plan runs."""
-        return "matmul_unrolled" if self.unrolled else "matmul_split"
+    def source(self) -> str:
+        """The shader it runs: matmul, matmul_split, or their `_unrolled` twins."""
+        build = "matmul_split" if self.split_shader else "matmul"
+        return f"{build}_unrolled" if self.unrolled else build
 
     @property
     def spelling(self) -> str:
@@ -305,14 +308,15 @@ def regime(m: int, k: int, n: int) -> str:
 
 
 DEVICE_PLANS: dict[str, dict[str, str]] = {
-    # H100 sweeps of 6 and 7 Dec (docs/benchmarks.md): 1024^3 0.57x -> 0.87x cuBLAS, 1000^3
-    # 0.45x -> 0.78x, 2048^3 0.74x -> 0.83x, 4097x33x4095 0.49x -> 0.80x (staged stores, their
-    # loops unrolled); 4096^3 and 8192^3 stay auto.
+    # H100 sweeps of 6 and 7 Dec (docs/benchmarks.md), against the kernel before plans:
+    # 1024^3 0.57x -> 0.89x cuBLAS, 1000^3 0.45x -> 0.79x, 2048^3 0.74x -> 0.87x, 4096^3 and
+    # 8192^3 0.83x -> 0.87x (the unrolled builds with panels in pairs), 4097x33x4095 0.49x ->
+    # 0.81x (staged stores).
     "nvidia": {
         "thin_k": "32x16x8+staged+unrolled",
-        "small": "16x16x8+split2",
-        "medium": "32x16x8s",
-        "large": "auto",
+        "small": "16x16x8+split2+unrolled",
+        "medium": "32x16x8s+unrolled",
+        "large": "32x16x8s+unrolled",
     },
 }
 """Per device class (`device_class`), each regime's plan as GPULAB_MATMUL_VARIANT spells it; a

@@ -23,7 +23,7 @@
 // exact. TX, TY, BK and SUBGROUP_TILES are specialization constants chosen by the host from
 // the device's limits and the size of C.
 //
-// Three builds: matmul.comp as above, and matmul_split.comp (MATMUL_SPLIT 1) for the variants
+// Four builds: matmul.comp as above, and matmul_split.comp (MATMUL_SPLIT 1) for the variants
 // the host picks per shape regime (kernels/matmul_tiles.py). In that build, workgroup z takes
 // depths [z k_chunk, min(k, (z + 1) k_chunk)) and writes its m x n result slice_stride floats
 // after slice z - 1's (split-K; matmul_sum.comp adds the slices), and with STAGED_STORES each
@@ -33,14 +33,15 @@
 // NC sub-blocks of 4 x 4, column group h at h BN / NC + 4 tx, so a block is 8 TY x 16 TX:
 // twice the FMAs per shared load, and about 170 registers, for workgroups of up to 256.
 // matmul.comp's code is unchanged by the split build's lines (#if MATMUL_SPLIT).
-// The third, matmul_unrolled.comp, is the split build with MATMUL_UNROLL (below).
+// matmul_unrolled.comp and matmul_split_unrolled.comp are those two with MATMUL_UNROLL (below).
 
 #if defined(MATMUL_UNROLL)
-// matmul_unrolled.comp (the split build, plan part `unrolled`): every loop over an
-// invocation's registers (acc, a_next, b_next) carries [[unroll]], so that no index into them
-// can stay dynamic. NVIDIA's compiler left those loops rolled, acc in local memory: the wide
+// The unrolled builds (plan part `unrolled`): the loops over an invocation's registers (acc,
+// a_next, b_next; in matmul_unrolled.comp those of the k loop) carry [[unroll]], so that no
+// index into them can stay dynamic, and the k loop takes panels two at a time
+// (PAIRED_PANELS). NVIDIA's compiler left those loops rolled, acc in local memory: the wide
 // and staged variants ran at 1-2 TFLOP/s, and 15-20 times faster unrolled (H100, 7 Dec,
-// docs/benchmarks.md).
+// docs/benchmarks.md); paired, the plain kernel runs 5% faster than rolled.
 #extension GL_EXT_control_flow_attributes : require
 #define UNROLL [[unroll]]
 #else
@@ -200,6 +201,63 @@ uvec2 tile_position(uint lid) {
     return gl_LocalInvocationID.xy;
 }
 
+// One panel's depths from shared buffer SLOT into acc (the invocation's tx, ty in scope): four
+// vec4 loads feed 64 FMAs per depth (with NC 4, six feed 128).
+#if MATMUL_SPLIT
+#define MULTIPLY_WIDE(b_row) \
+        if (NC == 4) { \
+            vec4 b_2 = b_panel[b_row + 2 * TX + tx]; \
+            vec4 b_3 = b_panel[b_row + 3 * TX + tx]; \
+            UNROLL for (uint i = 0; i < 4; ++i) { \
+                acc[i][2] = fma(vec4(a_lo[i]), b_2, acc[i][2]); \
+                acc[i][3] = fma(vec4(a_lo[i]), b_3, acc[i][3]); \
+                acc[i + 4][2] = fma(vec4(a_hi[i]), b_2, acc[i + 4][2]); \
+                acc[i + 4][3] = fma(vec4(a_hi[i]), b_3, acc[i + 4][3]); \
+            } \
+        }
+#else
+#define MULTIPLY_WIDE(b_row)
+#endif
+#define MULTIPLY_PANEL(SLOT) \
+    UNROLL for (uint d = 0; d < BK; ++d) { \
+        uint a_row = ((SLOT) * BK + d) * A_STRIDE; \
+        uint b_row = ((SLOT) * BK + d) * B_STRIDE; \
+        vec4 a_lo = a_panel[a_row + ty]; \
+        vec4 a_hi = a_panel[a_row + TY + ty]; \
+        vec4 b_lo = b_panel[b_row + tx]; \
+        vec4 b_hi = b_panel[b_row + TX + tx]; \
+        UNROLL for (uint i = 0; i < 4; ++i) { \
+            acc[i][0] = fma(vec4(a_lo[i]), b_lo, acc[i][0]); \
+            acc[i][1] = fma(vec4(a_lo[i]), b_hi, acc[i][1]); \
+            acc[i + 4][0] = fma(vec4(a_hi[i]), b_lo, acc[i + 4][0]); \
+            acc[i + 4][1] = fma(vec4(a_hi[i]), b_hi, acc[i + 4][1]); \
+        } \
+        MULTIPLY_WIDE(b_row) \
+    }
+
+// The unrolled builds' k loop from depth D_BEGIN: panels two at a time, buffer 0 then 1, so
+// that every shared address is a constant offset (with p % 2 in them, NVIDIA's compiler kept
+// the unrolled loops 10% slower than the rolled kernel: H100, docs/benchmarks.md).
+#define PAIRED_PANELS(D_BEGIN) \
+    load_panel(lid, row0, col0, D_BEGIN); \
+    for (uint p = 0; p < panels; p += 2) { \
+        store_panel(lid, 0u); \
+        barrier(); \
+        if (p + 1 < panels) { \
+            load_panel(lid, row0, col0, D_BEGIN + (p + 1) * BK); \
+        } \
+        MULTIPLY_PANEL(0u) \
+        if (p + 1 == panels) { \
+            break; \
+        } \
+        store_panel(lid, 1u); \
+        barrier(); \
+        if (p + 2 < panels) { \
+            load_panel(lid, row0, col0, D_BEGIN + (p + 2) * BK); \
+        } \
+        MULTIPLY_PANEL(1u) \
+    }
+
 #if MATMUL_SPLIT
 // The split build's main: matmul.comp's, with the slice of k, NC column groups and staged
 // stores.
@@ -224,6 +282,9 @@ void main() {
     }
 
     uint panels = (k_end - d_begin + BK - 1) / BK;
+#if defined(MATMUL_UNROLL)
+    PAIRED_PANELS(d_begin)
+#else
     load_panel(lid, row0, col0, d_begin);
     for (uint p = 0; p < panels; ++p) {
         uint slot = p % 2;
@@ -232,31 +293,9 @@ void main() {
         if (p + 1 < panels) {
             load_panel(lid, row0, col0, d_begin + (p + 1) * BK);
         }
-        UNROLL for (uint d = 0; d < BK; ++d) {
-            uint a_row = (slot * BK + d) * A_STRIDE;
-            uint b_row = (slot * BK + d) * B_STRIDE;
-            vec4 a_lo = a_panel[a_row + ty];
-            vec4 a_hi = a_panel[a_row + TY + ty];
-            vec4 b_lo = b_panel[b_row + tx];
-            vec4 b_hi = b_panel[b_row + TX + tx];
-            UNROLL for (uint i = 0; i < 4; ++i) {  // matmul.comp's FMAs in its order
-                acc[i][0] = fma(vec4(a_lo[i]), b_lo, acc[i][0]);
-                acc[i][1] = fma(vec4(a_lo[i]), b_hi, acc[i][1]);
-                acc[i + 4][0] = fma(vec4(a_hi[i]), b_lo, acc[i + 4][0]);
-                acc[i + 4][1] = fma(vec4(a_hi[i]), b_hi, acc[i + 4][1]);
-            }
-            if (NC == 4) {
-                vec4 b_2 = b_panel[b_row + 2 * TX + tx];
-                vec4 b_3 = b_panel[b_row + 3 * TX + tx];
-                UNROLL for (uint i = 0; i < 4; ++i) {
-                    acc[i][2] = fma(vec4(a_lo[i]), b_2, acc[i][2]);
-                    acc[i][3] = fma(vec4(a_lo[i]), b_3, acc[i][3]);
-                    acc[i + 4][2] = fma(vec4(a_hi[i]), b_2, acc[i + 4][2]);
-                    acc[i + 4][3] = fma(vec4(a_hi[i]), b_3, acc[i + 4][3]);
-                }
-            }
-        }
+        MULTIPLY_PANEL(slot)
     }
+#endif
 
     if (STAGED_STORES) {
         // Pass i: row i of every invocation's 8 (TY rows of BN floats) through b_panel, then
@@ -307,6 +346,9 @@ void main() {
     }
 
     uint panels = (k + BK - 1) / BK;
+#if defined(MATMUL_UNROLL)
+    PAIRED_PANELS(0u)
+#else
     load_panel(lid, row0, col0, 0);
     for (uint p = 0; p < panels; ++p) {
         // Buffer `slot` was last read for panel p - 2, before the previous barrier.
@@ -331,6 +373,8 @@ void main() {
             }
         }
     }
+
+#endif
 
     bool vec4_ok = (flags & C_VEC4) != 0;
     for (uint i = 0; i < 8; ++i) {
