@@ -122,3 +122,15 @@ def test_a_vulkan_run_of_random_inputs_does_not_import_numpy_random() -> None:
     assert code == 0
     assert "gpulab.kernels.generate" in modules
     assert [m for m in modules if m.startswith("numpy.random")] == []
+
+
+def test_a_run_outside_a_slurm_job_given_gpus_does_not_import_the_slurm_readers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Only a job given GPUs or shards has gres.conf files to read and match (device_choice).
+    for name in ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_SHARDS_ON_NODE"):
+        monkeypatch.delenv(name, raising=False)
+    code, modules = loaded_by("run", str(EXAMPLE), "--backend", "vulkan", "-o", "-")
+    assert code == 0
+    assert "gpulab.placement.device_choice" in modules
+    assert [m for m in modules if m.endswith((".slurm_gpus", ".gpu_files"))] == []

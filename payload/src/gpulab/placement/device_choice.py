@@ -11,11 +11,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpulab.placement.gpu_files import FileMatch, HostFiles, match_file
-from gpulab.placement.slurm_gpus import SlurmGpus, read_allocation
+from gpulab.placement.slurm_gpu_env import id_variable, shards_given
 from gpulab.vk import DeviceInfo, VulkanError, shared_instance
+
+if TYPE_CHECKING:
+    from gpulab.placement.gpu_files import FileMatch, HostFiles
+    from gpulab.placement.slurm_gpus import SlurmGpus
 
 
 @dataclass(frozen=True)
@@ -85,17 +88,33 @@ def _default_reason(allocation: SlurmGpus | None, matches: Sequence[FileMatch]) 
     return f"default: {given} maps to no Vulkan device here ({why})"
 
 
+def read_slurm_allocation(env: Mapping[str, str]) -> SlurmGpus | None:
+    """slurm_gpus.read_allocation(env), whose readers (and gres.conf's matching, gpu_files) are
+    imported only inside a job given GPUs or shards: a run elsewhere starts without them."""
+    if id_variable(env) is None and shards_given(env) is None:
+        return None
+    from gpulab.placement.slurm_gpus import read_allocation  # noqa: PLC0415
+
+    return read_allocation(env)
+
+
 def decide(
     requested: int | None,
     infos: Sequence[DeviceInfo],
     allocation: SlurmGpus | None,
-    host: HostFiles,
+    host: HostFiles | None = None,
     slurm_job: str | None = None,
 ) -> DeviceChoice:
-    """The choice for `requested` (None: the default) among `infos` under `allocation`, in
-    Slurm job `slurm_job` (None: outside Slurm)."""
+    """The choice for `requested` (None: the default) among `infos` under `allocation` (its
+    files looked up in `host`, by default this host's), in Slurm job `slurm_job` (None: outside
+    Slurm)."""
     files = allocation.files if allocation is not None else ()
-    matches = tuple(match_file(file, infos, host) for file in files)
+    matches: tuple[FileMatch, ...] = ()
+    if files:
+        from gpulab.placement.gpu_files import HostFiles, match_file  # noqa: PLC0415
+
+        host = host or HostFiles()
+        matches = tuple(match_file(file, infos, host) for file in files)
     found = DeviceChoice(0, "", tuple(infos), allocation, matches, slurm_job=slurm_job)
     if requested is not None:
         warning = None
@@ -122,6 +141,6 @@ def choose_device(
 ) -> DeviceChoice:
     """The device a run uses here: `requested`, else Slurm's GPU, else device 0."""
     env = os.environ if env is None else env
-    allocation = read_allocation(env)
+    allocation = read_slurm_allocation(env)
     job = env.get("SLURM_JOB_ID") or None
-    return decide(requested, vulkan_infos(), allocation, host or HostFiles(), job)
+    return decide(requested, vulkan_infos(), allocation, host, job)

@@ -28,8 +28,7 @@ from gpulab.graph import (
     schedule,
 )
 from gpulab.ops import NumericalError
-from gpulab.placement.device_choice import DeviceChoice, choose_device
-from gpulab.placement.slurm_gpus import read_allocation
+from gpulab.placement.device_choice import DeviceChoice, choose_device, read_slurm_allocation
 from gpulab.results.result import NodeRecord, Result
 from gpulab.running.inputs import plan_inputs
 
@@ -267,7 +266,7 @@ class Runner(Closeable):
         """The GPUs Slurm gave the job; with the device each maps to once known."""
         if self._choice is not None:
             return self._choice.slurm_json()
-        allocation = read_allocation(os.environ)
+        allocation = read_slurm_allocation(os.environ)
         return None if allocation is None else allocation.to_json()
 
     @staticmethod
