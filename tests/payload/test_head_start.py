@@ -3,6 +3,8 @@ only where its reading cannot differ from the parser's, and the run takes that t
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from gpulab.cli import head_start
 from gpulab.running.early import finish_early
@@ -65,6 +67,23 @@ def test_a_cpu_run_starts_nothing_and_a_vulkan_run_hands_its_thread_over(
     assert thread is not None
     assert head_start.take() is None  # taken once
     finish_early(thread)  # closes the device nobody took
+
+
+def test_only_a_vulkan_run_spares_numpy_its_blas_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GPULAB_WORKER", raising=False)
+    monkeypatch.setenv(head_start.BLAS_THREADS_ENV, "set")  # restored after the test
+    monkeypatch.delenv(head_start.BLAS_THREADS_ENV)
+    for backend in ("cpu", "native", "auto"):
+        head_start.start(["run", "g.json", "--backend", backend])
+        finish_early(head_start.take())
+        assert head_start.BLAS_THREADS_ENV not in os.environ, backend
+    head_start.start(["run", "g.json", "--backend", "vulkan"])
+    finish_early(head_start.take())
+    assert os.environ[head_start.BLAS_THREADS_ENV] == "1"
+    monkeypatch.setenv(head_start.BLAS_THREADS_ENV, "8")  # the user's choice stands
+    head_start.start(["run", "g.json", "--backend", "vulkan"])
+    finish_early(head_start.take())
+    assert os.environ[head_start.BLAS_THREADS_ENV] == "8"
 
 
 def test_bad_flags_still_exit_2_with_the_driver_started() -> None:

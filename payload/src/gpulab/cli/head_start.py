@@ -8,6 +8,13 @@ numpy, each slowing the other. The launcher (gpulab.cli.launch) calls start() fi
 starts the thread, whose path to the device is then the driver's own work; the handler takes
 that thread (take) instead of starting one. A command line it cannot read with certainty (an
 abbreviated flag, --help, a worker) leaves the start to the handler, as before.
+
+A run on vulkan also sets OPENBLAS_NUM_THREADS=1 (unless the environment sets it) before numpy
+loads: numpy's OpenBLAS otherwise starts a thread per core when it loads, and those threads
+spin for a while waiting for work that a Vulkan run never gives them, competing with the
+run's own threads for the cores (on a 16-core H100 host the run was 27 ms faster without
+them, docs/benchmarks.md). The run does no BLAS on the host; `auto`, which may fall back to
+the cpu backend, keeps numpy's threads.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from collections.abc import Sequence
 WORKER_ENV = "GPULAB_WORKER"
 """The socket of the `gpulab worker` a run goes to when --worker is not given (gpulab.cli.run):
 defined here, where the launcher reads it before that module is imported."""
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
+"""numpy's OpenBLAS reads its thread count here when it loads."""
 _VALUED = ("--backend", "--device")
 _UNSURE = ("--backend", "--device", "--worker", "--help")
 """Flags whose abbreviations (argparse takes `--back`) this reader leaves to the parser."""
@@ -61,6 +70,8 @@ def start(argv: Sequence[str]) -> None:
     wanted = read_run(argv)
     if wanted is None:
         return
+    if wanted[0] == "vulkan":
+        os.environ.setdefault(BLAS_THREADS_ENV, "1")
     from gpulab.running.early import start_vulkan  # noqa: PLC0415
 
     _started = start_vulkan(*wanted, open_ahead=True, import_first=True)
