@@ -13,8 +13,8 @@
 # the working tree's payload/src runs last, as "head". Writes its outputs to $OUT (or /tmp), at
 # most six files (a device call brings back eight).
 # Environment: E2E, end_to_end.py's inputs (default --npy; empty: random inputs, with the torch
-# script); PAIRS28, the rounds at 2^28 (default 6; 0: none).
-# Usage: [E2E=...] [PAIRS28=N] scripts/gpu-host/start-ab.sh [NAME=DIR ...]
+# script); PAIRS26 and PAIRS28, the rounds at 2^26 (default 10) and 2^28 (default 6; 0: none).
+# Usage: [E2E=...] [PAIRS26=N] [PAIRS28=N] scripts/gpu-host/start-ab.sh [NAME=DIR ...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
@@ -58,7 +58,7 @@ json.dump(four_nodes(1 << 28), open('/tmp/ab-g28.json', 'w'))
 PYTHONPATH=/tmp/ab-trees/head $python -m gpulab run /tmp/ab-g26.json --backend vulkan -o /tmp/ab-r.json
 
 ab="python3 payload/benchmarks/trees_ab.py --python $python ${trees[*]}"
-$ab --pairs 10 -- /tmp/ab-g26.json --backend vulkan 2>&1 | tee "$out/ab-g26.txt"
+$ab --pairs "${PAIRS26:-10}" -- /tmp/ab-g26.json --backend vulkan 2>&1 | tee "$out/ab-g26.txt"
 pairs28=${PAIRS28:-6}
 [ "$pairs28" = 0 ] || $ab --pairs "$pairs28" -- /tmp/ab-g28.json --backend vulkan 2>&1 | tee "$out/ab-g28.txt"
 python3 payload/benchmarks/trees_ab.py --python $python head=/tmp/ab-trees/head --pairs 3 \
