@@ -73,10 +73,16 @@ def test_only_a_vulkan_run_spares_numpy_its_blas_threads(monkeypatch: pytest.Mon
     monkeypatch.delenv("GPULAB_WORKER", raising=False)
     monkeypatch.setenv(head_start.BLAS_THREADS_ENV, "set")  # restored after the test
     monkeypatch.delenv(head_start.BLAS_THREADS_ENV)
-    for backend in ("cpu", "native", "auto"):
-        head_start.start(["run", "g.json", "--backend", backend])
+    for argv in (
+        ["--backend", "cpu"],
+        ["--backend", "native"],
+        ["--backend", "auto"],
+        ["--backend", "vulkan", "--compare", "cpu"],  # the comparison runs on the host
+        ["--backend", "vulkan", "--comp=native"],
+    ):
+        head_start.start(["run", "g.json", *argv])
         finish_early(head_start.take())
-        assert head_start.BLAS_THREADS_ENV not in os.environ, backend
+        assert head_start.BLAS_THREADS_ENV not in os.environ, argv
     head_start.start(["run", "g.json", "--backend", "vulkan"])
     finish_early(head_start.take())
     assert os.environ[head_start.BLAS_THREADS_ENV] == "1"

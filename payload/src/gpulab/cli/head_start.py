@@ -12,9 +12,10 @@ abbreviated flag, --help, a worker) leaves the start to the handler, as before.
 A run on vulkan also sets OPENBLAS_NUM_THREADS=1 (unless the environment sets it) before numpy
 loads: numpy's OpenBLAS otherwise starts a thread per core when it loads, and those threads
 spin for a while waiting for work that a Vulkan run never gives them, competing with the
-run's own threads for the cores (on a 16-core H100 host the run was 27 ms faster without
-them, docs/benchmarks.md). The run does no BLAS on the host; `auto`, which may fall back to
-the cpu backend, keeps numpy's threads.
+run's own threads for the cores (on a 16-core H100 host the run was 19-33 ms faster without
+them in four A/B calls, docs/benchmarks.md). Such a run does no BLAS on the host; `auto`, which
+may fall back to the cpu backend, and a run with --compare, which runs again on another
+backend, keep numpy's threads.
 """
 
 from __future__ import annotations
@@ -64,13 +65,24 @@ def read_run(argv: Sequence[str]) -> tuple[str, int | None] | None:
     return backend, device
 
 
+def _compares(argv: Sequence[str]) -> bool:
+    """Whether a run's command line may ask for --compare (as argparse reads abbreviations)."""
+    for token in argv[1:]:
+        if token == "--":
+            break
+        name = token.partition("=")[0]
+        if len(name) > 2 and "--compare".startswith(name):
+            return True
+    return False
+
+
 def start(argv: Sequence[str]) -> None:
     """Start the driver thread for the run `argv` asks for, if read_run can tell."""
     global _started  # noqa: PLW0603 - one command line per process
     wanted = read_run(argv)
     if wanted is None:
         return
-    if wanted[0] == "vulkan":
+    if wanted[0] == "vulkan" and not _compares(argv):
         os.environ.setdefault(BLAS_THREADS_ENV, "1")
     from gpulab.running.early import start_vulkan  # noqa: PLC0415
 
