@@ -201,6 +201,14 @@ uvec2 tile_position(uint lid) {
     return gl_LocalInvocationID.xy;
 }
 
+// Column groups H0 and H1 of the invocation's 8 rows, from one depth's a_lo, a_hi and B0, B1.
+#define FMA_COLUMNS(H0, B0, H1, B1) \
+    UNROLL for (uint i = 0; i < 4; ++i) { \
+        acc[i][H0] = fma(vec4(a_lo[i]), B0, acc[i][H0]); \
+        acc[i][H1] = fma(vec4(a_lo[i]), B1, acc[i][H1]); \
+        acc[i + 4][H0] = fma(vec4(a_hi[i]), B0, acc[i + 4][H0]); \
+        acc[i + 4][H1] = fma(vec4(a_hi[i]), B1, acc[i + 4][H1]); \
+    }
 // One panel's depths from shared buffer SLOT into acc (the invocation's tx, ty in scope): four
 // vec4 loads feed 64 FMAs per depth (with NC 4, six feed 128).
 #if MATMUL_SPLIT
@@ -208,12 +216,7 @@ uvec2 tile_position(uint lid) {
         if (NC == 4) { \
             vec4 b_2 = b_panel[b_row + 2 * TX + tx]; \
             vec4 b_3 = b_panel[b_row + 3 * TX + tx]; \
-            UNROLL for (uint i = 0; i < 4; ++i) { \
-                acc[i][2] = fma(vec4(a_lo[i]), b_2, acc[i][2]); \
-                acc[i][3] = fma(vec4(a_lo[i]), b_3, acc[i][3]); \
-                acc[i + 4][2] = fma(vec4(a_hi[i]), b_2, acc[i + 4][2]); \
-                acc[i + 4][3] = fma(vec4(a_hi[i]), b_3, acc[i + 4][3]); \
-            } \
+            FMA_COLUMNS(2, b_2, 3, b_3) \
         }
 #else
 #define MULTIPLY_WIDE(b_row)
@@ -226,37 +229,31 @@ uvec2 tile_position(uint lid) {
         vec4 a_hi = a_panel[a_row + TY + ty]; \
         vec4 b_lo = b_panel[b_row + tx]; \
         vec4 b_hi = b_panel[b_row + TX + tx]; \
-        UNROLL for (uint i = 0; i < 4; ++i) { \
-            acc[i][0] = fma(vec4(a_lo[i]), b_lo, acc[i][0]); \
-            acc[i][1] = fma(vec4(a_lo[i]), b_hi, acc[i][1]); \
-            acc[i + 4][0] = fma(vec4(a_hi[i]), b_lo, acc[i + 4][0]); \
-            acc[i + 4][1] = fma(vec4(a_hi[i]), b_hi, acc[i + 4][1]); \
-        } \
+        FMA_COLUMNS(0, b_lo, 1, b_hi) \
         MULTIPLY_WIDE(b_row) \
     }
 
-// The unrolled builds' k loop from depth D_BEGIN: panels two at a time, buffer 0 then 1, so
-// that every shared address is a constant offset (with p % 2 in them, NVIDIA's compiler kept
-// the unrolled loops 10% slower than the rolled kernel: H100, docs/benchmarks.md).
+// The unrolled builds' k loop from depth D_BEGIN (panels, lid, row0, col0 in scope): panels
+// two at a time, buffer 0 then 1, so that every shared address is a constant offset (with
+// p % 2 in them, NVIDIA's compiler kept the unrolled loops 10% slower than the rolled kernel:
+// H100, docs/benchmarks.md).
 #define PAIRED_PANELS(D_BEGIN) \
     load_panel(lid, row0, col0, D_BEGIN); \
     for (uint p = 0; p < panels; p += 2) { \
-        store_panel(lid, 0u); \
-        barrier(); \
-        if (p + 1 < panels) { \
-            load_panel(lid, row0, col0, D_BEGIN + (p + 1) * BK); \
-        } \
-        MULTIPLY_PANEL(0u) \
+        PANEL_STEP(0u, p + 1, D_BEGIN) \
         if (p + 1 == panels) { \
             break; \
         } \
-        store_panel(lid, 1u); \
-        barrier(); \
-        if (p + 2 < panels) { \
-            load_panel(lid, row0, col0, D_BEGIN + (p + 2) * BK); \
-        } \
-        MULTIPLY_PANEL(1u) \
+        PANEL_STEP(1u, p + 2, D_BEGIN) \
     }
+// One panel through buffer SLOT: its registers stored, panel NEXT loaded while it is multiplied.
+#define PANEL_STEP(SLOT, NEXT, D_BEGIN) \
+    store_panel(lid, SLOT); \
+    barrier(); \
+    if (NEXT < panels) { \
+        load_panel(lid, row0, col0, D_BEGIN + (NEXT) * BK); \
+    } \
+    MULTIPLY_PANEL(SLOT)
 
 #if MATMUL_SPLIT
 // The split build's main: matmul.comp's, with the slice of k, NC column groups and staged
@@ -358,22 +355,8 @@ void main() {
         if (p + 1 < panels) {
             load_panel(lid, row0, col0, (p + 1) * BK);  // in flight while panel p is multiplied
         }
-        for (uint d = 0; d < BK; ++d) {
-            uint a_row = (slot * BK + d) * A_STRIDE;
-            uint b_row = (slot * BK + d) * B_STRIDE;
-            vec4 a_lo = a_panel[a_row + ty];
-            vec4 a_hi = a_panel[a_row + TY + ty];
-            vec4 b_lo = b_panel[b_row + tx];
-            vec4 b_hi = b_panel[b_row + TX + tx];
-            for (uint i = 0; i < 4; ++i) {
-                acc[i][0] = fma(vec4(a_lo[i]), b_lo, acc[i][0]);
-                acc[i][1] = fma(vec4(a_lo[i]), b_hi, acc[i][1]);
-                acc[i + 4][0] = fma(vec4(a_hi[i]), b_lo, acc[i + 4][0]);
-                acc[i + 4][1] = fma(vec4(a_hi[i]), b_hi, acc[i + 4][1]);
-            }
-        }
+        MULTIPLY_PANEL(slot)
     }
-
 #endif
 
     bool vec4_ok = (flags & C_VEC4) != 0;
