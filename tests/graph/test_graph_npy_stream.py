@@ -228,6 +228,42 @@ def test_a_file_cut_short_after_the_load_is_an_input_error(tmp_path: Path, way: 
     assert str(problem).startswith("inputs.x.file: x.npy: cannot be read (the file ends at byte")
 
 
+def two_file_graph(folder: Path, x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> Path:
+    np.save(folder / "x.npy", x)
+    np.save(folder / "y.npy", y)
+    graph = {
+        "version": 1,
+        "inputs": {
+            "x": {"type": "vector", "file": "x.npy"},
+            "y": {"type": "vector", "file": "y.npy"},
+        },
+        "nodes": [{"id": "s", "op": "add", "inputs": {"x": "x", "y": "y"}}],
+        "outputs": ["s"],
+    }
+    return write_graph(folder, graph)
+
+
+@needs_vulkan
+def test_two_files_stream_together(tmp_path: Path, way: str) -> None:
+    rng = np.random.default_rng(9)
+    x, y = (rng.standard_normal(N).astype("<f4") for _ in range(2))
+    result, counts = run_vulkan(two_file_graph(tmp_path, x, y))
+    same_bits(result.outputs["s"], x + y)
+    assert counts[streamed_path(way)] == 2
+
+
+@needs_vulkan
+def test_the_second_file_cut_short_is_the_one_named(tmp_path: Path, way: str) -> None:
+    ones = np.ones(N, dtype=np.float32)
+    graph = load_graph(two_file_graph(tmp_path, ones, ones), check_values=False)
+    data = tmp_path / "y.npy"
+    data.write_bytes(data.read_bytes()[: 3 * CHUNK])
+    with Runner("vulkan") as runner, pytest.raises(GraphInvalid) as raised:
+        runner.run(graph)
+    (problem,) = raised.value.errors
+    assert str(problem).startswith("inputs.y.file: y.npy: cannot be read (the file ends at byte")
+
+
 @needs_vulkan
 @pytest.mark.parametrize("backend", ["vulkan", "cpu"])
 def test_gpulab_run_refuses_a_bad_value_in_one_line(tmp_path: Path, backend: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpulab.memory import MemoryManager, Stager
+from gpulab.memory import FileRegion, MemoryManager, RegionReadError, Stager
 from gpulab.memory.staging import PROBE_BYTES
 from gpulab.vk import Device
 
@@ -191,6 +191,82 @@ def test_a_file_region_is_read_straight_into_mapped_cached_memory(
         assert stager.counts["upload"]["file_direct"] == 1
         assert "readback" not in stager._rings
         target.free()
+
+
+@pytest.mark.usefixtures("unmappable_device_memory")
+@pytest.mark.parametrize("threads", [1, 3])
+def test_regions_of_several_files_share_one_pipeline(
+    device: Device, tmp_path: Path, threads: int
+) -> None:
+    """Three regions in one call: two through the ring (their chunks in one pipeline, on a
+    ring shorter than either), one read straight into mapped cached memory; each lands at
+    the start of its allocation and its inspect sees only its own chunks."""
+    rng = np.random.default_rng(8)
+    bodies = [rng.bytes(3 * CHUNK + 17), rng.bytes(2 * CHUNK), rng.bytes(CHUNK + 5)]
+    paths = []
+    for number, body in enumerate(bodies):
+        paths.append(tmp_path / f"f{number}.bin")
+        paths[-1].write_bytes(bytes(number + 1) + body)
+    seen: list[list[int]] = [[], [], []]
+    with (
+        MemoryManager(device) as manager,
+        Stager(manager, chunk_bytes=CHUNK, slots=2, threads=threads, threaded_from=0) as stager,
+        paths[0].open("rb") as f0,
+        paths[1].open("rb") as f1,
+        paths[2].open("rb") as f2,
+    ):
+        targets = [
+            manager.allocate(len(bodies[0])),
+            manager.allocate(len(bodies[1]) + 4),
+            manager.allocate(len(bodies[2]), kind="readback"),  # HOST_CACHED, mapped
+        ]
+        files = (f0, f1, f2)
+        regions = [
+            FileRegion(
+                f.fileno(),
+                number + 1,
+                len(body),
+                target,
+                lambda c, at, n=number: seen[n].append(at),
+            )
+            for number, (f, body, target) in enumerate(zip(files, bodies, targets, strict=True))
+        ]
+        stager.upload_files(regions)
+        for body, target in zip(bodies[:2], targets[:2], strict=True):
+            assert stager.download(target, len(body), np.uint8).tobytes() == body
+        assert targets[2].read(np.uint8, len(bodies[2])).tobytes() == bodies[2]
+        assert stager.counts["upload"]["file"] == 2
+        assert stager.counts["upload"]["file_direct"] == 1
+        assert len(stager._rings["readback"]) == 2
+        for target in targets:
+            target.free()
+    assert [sorted(at) for at in seen] == [[at for at in range(0, len(b), CHUNK)] for b in bodies]
+
+
+@pytest.mark.usefixtures("unmappable_device_memory")
+def test_a_region_that_cannot_be_read_is_named(device: Device, tmp_path: Path) -> None:
+    """The second of two files ends early: RegionReadError says which region, with the
+    EOFError, and nothing is left in flight (the ring works after it)."""
+    full, short = tmp_path / "full.bin", tmp_path / "short.bin"
+    full.write_bytes(bytes(2 * CHUNK))
+    short.write_bytes(bytes(CHUNK))
+    with (
+        MemoryManager(device) as manager,
+        Stager(manager, chunk_bytes=CHUNK, slots=2, threads=3, threaded_from=0) as stager,
+        full.open("rb") as f0,
+        short.open("rb") as f1,
+    ):
+        a, b = manager.allocate(2 * CHUNK), manager.allocate(2 * CHUNK)
+        with pytest.raises(RegionReadError, match=f"ends at byte {CHUNK}") as raised:
+            stager.upload_files(
+                [FileRegion(f0.fileno(), 0, 2 * CHUNK, a), FileRegion(f1.fileno(), 0, 2 * CHUNK, b)]
+            )
+        assert raised.value.region == 1
+        assert isinstance(raised.value.error, EOFError)
+        stager.upload_files([FileRegion(f0.fileno(), 0, 2 * CHUNK, b)])
+        assert stager.download(b, 2 * CHUNK, np.uint8).tobytes() == bytes(2 * CHUNK)
+        a.free()
+        b.free()
 
 
 @pytest.mark.usefixtures("unmappable_device_memory")

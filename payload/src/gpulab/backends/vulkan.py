@@ -15,21 +15,23 @@ Inputs the runner hands over as sources (see running/inputs.py) are made here in
 uploaded from the host: random, fill and linspace inputs by dispatches at the start of the
 recording (so every run makes them again, on the device), .npy files streamed: host threads
 read their float32 data from the page cache into the staging ring while the device copies the
-chunks before (Stager.upload_file); a file whose bytes are not the values as the buffer holds
-them (another dtype, Fortran order) is read by numpy into pinned host memory and copied from
-there. Generated inputs that are graph outputs are read back like the exports. A file the load
-did not check (`load_graph(check_values=False)`, as `gpulab run` loads for this backend) has
-its values checked where they land: one dispatch per file finds its first NaN or infinity on
-the device, read back with the exports, and a bad value is the load's GraphInvalid.
+chunks before, every file of the segment in one pipeline (Stager.upload_files); a file whose
+bytes are not the values as the buffer holds them (another dtype, Fortran order) is read by
+numpy into pinned host memory and copied from there. Generated inputs that are graph outputs
+are read back like the exports. A file the load did not check
+(`load_graph(check_values=False)`, as `gpulab run` loads for this backend) has its values
+checked where they land: one dispatch per file finds its first NaN or infinity on the device,
+read back with the exports, and a bad value is the load's GraphInvalid.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -57,7 +59,7 @@ from gpulab.kernels import (
     Recorded,
 )
 from gpulab.kernels.fused import Step, compile_ahead, unavailable
-from gpulab.memory import Allocation, BufferPool, OutOfMemoryError
+from gpulab.memory import Allocation, BufferPool, FileRegion, OutOfMemoryError, RegionReadError
 from gpulab.ops.registry import entry
 from gpulab.ops.solver import SolverReport
 from gpulab.ops.user_kernel import compiles_many
@@ -445,14 +447,14 @@ class _Recording:
         files_ms = 0.0
         self.made_inputs = {}
         start = time.perf_counter()
+        from_files = [name for name in self.segment.reads if name in files]
         for name in self.segment.reads:
-            if name in self.patterns:
-                continue
-            if name in files:
-                files_ms += self._upload_file(name, files[name])
+            if name in self.patterns or name in files:
                 continue
             data = np.ascontiguousarray(values[name], dtype=np.float32)
             executor.session.stager.upload(data, self.held[name])
+        if from_files:
+            files_ms += self._upload_files(from_files, files)
         submitted = time.perf_counter()
         executor.session.submitter.submit(self.command)
         finished = time.perf_counter()
@@ -500,28 +502,63 @@ class _Recording:
             made=self.made_inputs,
         )
 
-    def _upload_file(self, name: str, source: NpyFile) -> float:
-        """Move a .npy input into its buffer; the ms of reading it into pinned memory first
-        (0 when streamed: the read is then part of the upload). How it went is noted in
-        self.made_inputs for the result's `inputs`."""
-        shape = self.segment.graph.shape(name)
-        with source.path.open("rb") as stream:
+    def _upload_files(self, names: list[str], files: Mapping[str, NpyFile]) -> float:
+        """Move the .npy inputs `names` into their buffers: those whose bytes are the values
+        streamed, together (Stager.upload_files), the others read into pinned memory first;
+        the ms of those reads (a streamed file's read is part of the upload). How each went is
+        noted in self.made_inputs for the result's `inputs`."""
+        read_ms = 0.0
+        streamed: list[str] = []
+        regions: list[FileRegion] = []
+        with contextlib.ExitStack() as opened:
+            for name in names:
+                source = files[name]
+                stream = opened.enter_context(source.path.open("rb"))
+                region = self._region(name, source, stream)
+                if region is None:
+                    read_ms += self._upload_pinned(name, source)
+                else:
+                    streamed.append(name)
+                    regions.append(region)
             try:
-                layout = npy_layout(stream)
-                why = layout.why_not_streamed()
-            except ValueError as exc:
-                why = f"its header is not one this reader takes ({exc})"
-            if why is None and layout.shape != shape:
-                why = f"it now holds shape {list(layout.shape)}"  # changed since the load
-            if why is None:
-                self._stream_file(name, source, stream.fileno(), layout.offset, shape)
-                self.made_inputs[name] = {"read": "streamed"}
-                return 0.0
-        # What cannot be streamed is read (and cast, or transposed) by numpy straight into
-        # pinned memory, then copied by the device in one go.
-        self.made_inputs[name] = {"read": "pinned", "not_streamed": why}
+                self.executor.session.stager.upload_files(regions)
+            except RegionReadError as failed:
+                name = streamed[failed.region]
+                problem = f"{files[name].shown_as}: cannot be read ({failed.error})"
+                raise GraphInvalid([Problem(f"inputs.{name}.file", problem)]) from None
+        return read_ms
+
+    def _region(self, name: str, source: NpyFile, stream: BinaryIO) -> FileRegion | None:
+        """The region of the file open in `stream` that holds input `name`'s float32 values as its
+        buffer holds them (None, with the reason in self.made_inputs, when it holds them
+        otherwise); its values checked chunk by chunk as they arrive unless the load or the
+        device checks them."""
+        shape = self.segment.graph.shape(name)
+        try:
+            layout = npy_layout(stream)
+            why = layout.why_not_streamed()
+        except ValueError as exc:
+            why = f"its header is not one this reader takes ({exc})"
+        if why is None and layout.shape != shape:
+            why = f"it now holds shape {list(layout.shape)}"  # changed since the load
+        if why is not None:
+            self.made_inputs[name] = {"read": "pinned", "not_streamed": why}
+            return None
+        self.made_inputs[name] = {"read": "streamed"}
+
+        def inspect(chunk: npt.NDArray[np.uint8], start: int) -> None:
+            refuse_bad_values(name, source, chunk.view(np.float32), start // 4, shape)
+
+        unchecked = not source.values_checked and name not in self.checked
+        held = self.held[name]
+        file = stream.fileno()
+        return FileRegion(file, layout.offset, nbytes(shape), held, inspect if unchecked else None)
+
+    def _upload_pinned(self, name: str, source: NpyFile) -> float:
+        """Read a file that cannot be streamed (and cast, or transpose it) by numpy straight
+        into pinned memory, then copy it in one go; the ms of the read."""
         stager = self.executor.session.stager
-        pinned = stager.pinned_empty(shape)
+        pinned = stager.pinned_empty(self.segment.graph.shape(name))
         try:
             start = time.perf_counter()
             read_npy_into(source.path, pinned)
@@ -531,29 +568,6 @@ class _Recording:
         finally:
             pinned.free()
         return read_ms
-
-    def _stream_file(
-        self, name: str, source: NpyFile, file: int, offset: int, shape: tuple[int, ...]
-    ) -> None:
-        """The float32 data of a .npy file from the page cache through the staging ring into
-        the input's buffer (Stager.upload_file); its values checked chunk by chunk as they
-        arrive, unless the load checked them."""
-
-        def inspect(chunk: npt.NDArray[np.uint8], start: int) -> None:
-            refuse_bad_values(name, source, chunk.view(np.float32), start // 4, shape)
-
-        try:
-            self.executor.session.stager.upload_file(
-                file,
-                offset,
-                nbytes(shape),
-                self.held[name],
-                None if source.values_checked or name in self.checked else inspect,
-            )
-        except (EOFError, OSError) as exc:
-            raise GraphInvalid(
-                [Problem(f"inputs.{name}.file", f"{source.shown_as}: cannot be read ({exc})")]
-            ) from None
 
     def _times(self, wall_ms: float) -> tuple[dict[str, float], str, float, float]:
         """Each node's ms, the timer, the nodes' device ms, and the ms the generated inputs

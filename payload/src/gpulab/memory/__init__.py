@@ -13,7 +13,7 @@ from gpulab.memory.memory_types import KINDS
 from gpulab.memory.offsets import FirstFitAllocator, OffsetAllocator
 from gpulab.memory.pinned import PinnedArray
 from gpulab.memory.pool import BufferPool, size_class
-from gpulab.memory.staging import Stager
+from gpulab.memory.staging import FileRegion, RegionReadError, Stager
 
 __all__ = [
     "DEFAULT_USAGE",
@@ -22,11 +22,13 @@ __all__ = [
     "AllocationFreedError",
     "BlockAllocator",
     "BufferPool",
+    "FileRegion",
     "FirstFitAllocator",
     "MemoryManager",
     "OffsetAllocator",
     "OutOfMemoryError",
     "PinnedArray",
+    "RegionReadError",
     "Stager",
     "allocate_dedicated",
     "block_size_for",

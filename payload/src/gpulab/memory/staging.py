@@ -6,9 +6,11 @@ chunk i into the target buffer, host threads fill the next chunks, one whole chu
 memory, where host reads are fast: the device copies ahead into the ring while host threads
 drain it. Each chunk has its own command buffer and fence.
 
-A region of a file (a .npy input's data) is uploaded by `upload_file` the same way without
+Regions of files (.npy inputs' data) are uploaded by `upload_files` the same way without
 any host array: host threads read chunks with os.preadv straight from the page cache into
-the mapped chunks of the readback ring while the device copies the chunks read before.
+the mapped chunks of the readback ring while the device copies the chunks read before; all
+the regions of one call share one pipeline, so a second file's reads overlap the first's
+last copies instead of waiting for them.
 
 Everything is sized to the transfer at hand, so that a short run stays cheap at both ends:
 a ring holds no more chunks than the transfers so far needed (growing to `slots`), and
@@ -81,8 +83,8 @@ chunks in a ring of 10 moved 512 MiB and 2 GiB at 2.11x and 1.63x the copy engin
 (4 MiB chunks: 2.95x at both; 2 MiB: 4-5x, each chunk's submission then costs more than
 its copy); a ring of 16 was no better at 512 MiB and twice the pinned memory."""
 PATHS = ("pinned", "registered", "imported", "staged", "direct", "file", "file_direct")
-"""Transfers by path: "file" and "file_direct" are upload_file's, through the ring or read
-straight into mapped device memory."""
+"""Transfers by path: "file" and "file_direct" are upload_files' regions, through the ring or
+read straight into mapped device memory."""
 UPLOAD_MEMORY = {"write_combined": "upload", "cached": "readback"}
 """Stager(upload_memory=...) -> the memory kind of the upload ring."""
 
@@ -96,6 +98,28 @@ class _Slot:
     commands: CommandBuffer
     fence: Fence
     in_flight: bool = False
+
+
+@dataclass(frozen=True)
+class FileRegion:
+    """`nbytes` of the open file `file` (a descriptor) from byte `offset`, for the start of
+    `allocation`; `inspect(chunk, start)` sees each chunk after its read (Stager.upload_files)."""
+
+    file: int
+    offset: int
+    nbytes: int
+    allocation: Allocation
+    inspect: Callable[[npt.NDArray[np.uint8], int], None] | None = None
+
+
+class RegionReadError(OSError):
+    """Region `region` (its index in the upload_files call) could not be read: `error`, an
+    EOFError (the file ended first) or the OSError of the read."""
+
+    def __init__(self, region: int, error: EOFError | OSError) -> None:
+        super().__init__(str(error))
+        self.region = region
+        self.error = error
 
 
 def _settle(futures: dict[int, Future[Any]]) -> None:
@@ -448,43 +472,44 @@ class Stager(Closeable):
             np.copyto(slot.view[: piece.size], piece)
             return piece.size
 
-        self._pipeline(ring, starts, fill, allocation, source.size)
+        self._pipeline(ring, [(allocation, start) for start in starts], fill, source.size)
 
     def _pipeline(
         self,
         ring: list[_Slot],
-        starts: range,
+        targets: list[tuple[Allocation, int]],
         fill: Callable[[int], int],
-        allocation: Allocation,
         nbytes: int,
     ) -> None:
         """Chunk i of an upload is filled by `fill(i)` (the bytes it put into its slot) and
-        copied to `allocation` at starts[i]; with host threads, the next chunks fill while
-        the device copies."""
+        copied to targets[i] (an allocation and the offset in it); with host threads, the
+        next chunks fill while the device copies."""
 
         def send(index: int, size: int) -> None:
             slot = ring[index % len(ring)]
-            self._submit_copy(slot, slot.allocation, allocation, size, src=0, dst=starts[index])
+            target, at = targets[index]
+            self._submit_copy(slot, slot.allocation, target, size, src=0, dst=at)
 
+        count = len(targets)
         executor = self._threads_for(nbytes)
         try:
             if executor is None:
-                for index in range(len(starts)):
+                for index in range(count):
                     send(index, fill(index))
                 return
             # Threads fill different chunks at once; each fill waits for its chunk's previous
             # copy, and chunks are submitted in order as their fills complete.
-            futures = {i: executor.submit(fill, i) for i in range(min(len(ring), len(starts)))}
+            futures = {i: executor.submit(fill, i) for i in range(min(len(ring), count))}
             try:
-                for index in range(len(starts)):
+                for index in range(count):
                     send(index, futures.pop(index).result())
-                    if index + len(ring) < len(starts):
+                    if index + len(ring) < count:
                         futures[index + len(ring)] = executor.submit(fill, index + len(ring))
             finally:
                 _settle(futures)
         finally:
-            # Also after an error part-way (a fill that raised): no copy into `allocation`
-            # may still run when the caller frees it.
+            # Also after an error part-way (a fill that raised): no copy into a target may
+            # still run when the caller frees it.
             for slot in ring:
                 self._wait(slot)
 
@@ -499,55 +524,81 @@ class Stager(Closeable):
         inspect: Callable[[npt.NDArray[np.uint8], int], None] | None = None,
     ) -> None:
         """Copy `nbytes` of the open file `file` (a descriptor) from byte `offset` into the
-        start of `allocation`, with no host copy but the read itself: host threads read chunks
-        (os.preadv, without the GIL) straight into the mapped chunks of the staging ring while
-        the device copies the chunks read before, one command buffer and fence per chunk. The
+        start of `allocation`: upload_files with one region, its EOFError or OSError raised
+        as it is."""
+        try:
+            self.upload_files([FileRegion(file, offset, nbytes, allocation, inspect)])
+        except RegionReadError as failed:
+            raise failed.error from None
+
+    def upload_files(self, regions: list[FileRegion]) -> None:
+        """Copy each region of a file into the start of its allocation, with no host copy but
+        the read itself: host threads read chunks (os.preadv, without the GIL) straight into
+        the mapped chunks of the staging ring while the device copies the chunks read before,
+        one command buffer and fence per chunk, every region's chunks in one pipeline. The
         ring is the readback ring (HOST_CACHED where the device has it, so `inspect` reads it
-        fast, and downloads share its memory). Where `allocation` is itself mapped (integrated
-        GPUs, lavapipe; a discrete GPU's VRAM behind a resizable BAR) the chunks are read
+        fast, and downloads share its memory). A region whose allocation is itself mapped
+        (integrated GPUs, lavapipe; a discrete GPU's VRAM behind a resizable BAR) is read
         straight into it, with no ring, no copy and no pinned memory to allocate; unless it
-        is uncached memory that `inspect` would read back.
+        is uncached memory that its `inspect` would read back.
 
-        `inspect(chunk, start)` sees each chunk after its read, on the thread that read it
-        (`start`: the chunk's byte offset in the region); what it raises stops the transfer
-        and is raised here, as is EOFError when the file ends before offset + nbytes.
+        A region's `inspect(chunk, start)` sees each of its chunks after the read, on the
+        thread that read it (`start`: the chunk's byte offset in the region); what it raises
+        stops the transfer and is raised here, as is RegionReadError when a read fails or a
+        file ends before its region does.
         """
-        if nbytes > allocation.size:
-            raise ValueError(
-                f"cannot upload {nbytes} bytes into a {allocation.size}-byte allocation"
-            )
-        if nbytes == 0:
+        for region in regions:
+            if region.nbytes > region.allocation.size:
+                raise ValueError(
+                    f"cannot upload {region.nbytes} bytes into a "
+                    f"{region.allocation.size}-byte allocation"
+                )
+        total = sum(region.nbytes for region in regions)
+        if total == 0:
             return
-        chunk = min(self.chunk_bytes, FILE_CHUNK, self.chunk_for(nbytes))
+        chunk = min(self.chunk_bytes, FILE_CHUNK, self.chunk_for(total))
+        # (region index, start in the region, size) of every chunk, by path
+        straight: list[tuple[int, int, int]] = []
+        ringed: list[tuple[int, int, int]] = []
+        for index, region in enumerate(regions):
+            mapped = region.allocation.host_visible
+            cached = region.allocation.memory_type.property_flags & HOST_CACHED
+            chunks = straight if mapped and (cached or region.inspect is None) else ringed
+            for start in range(0, region.nbytes, chunk):
+                chunks.append((index, start, min(chunk, region.nbytes - start)))
 
-        def read(piece: npt.NDArray[np.uint8], start: int) -> int:
-            _read_exactly(file, piece, offset + start)
-            if inspect is not None:
-                inspect(piece, start)
+        def read(index: int, start: int, piece: npt.NDArray[np.uint8]) -> int:
+            region = regions[index]
+            try:
+                _read_exactly(region.file, piece, region.offset + start)
+            except (EOFError, OSError) as exc:
+                raise RegionReadError(index, exc) from exc
+            if region.inspect is not None:
+                region.inspect(piece, start)
             return piece.size
 
-        cached = allocation.memory_type.property_flags & HOST_CACHED
-        if allocation.host_visible and (cached or inspect is None):
-            target = allocation.view(np.uint8, nbytes)
-            starts = range(0, nbytes, chunk)
-            self._each(
-                len(starts),
-                lambda i: read(target[starts[i] : starts[i] + chunk], starts[i]),
-                nbytes,
-            )
-            self.counts["upload"]["file_direct"] += 1
-            return
-        most = min(FILE_RING_CHUNKS, self.threads + 2)
-        ring, chunk = self._ring("readback", nbytes, chunk=chunk, most=most)
-        starts = range(0, nbytes, chunk)
+        if straight:
 
-        def fill(index: int) -> int:
-            slot = ring[index % len(ring)]
-            self._wait(slot)  # the copy that last used this chunk is done
-            return read(slot.view[: min(chunk, nbytes - starts[index])], starts[index])
+            def read_straight(i: int) -> int:
+                index, start, size = straight[i]
+                return read(index, start, regions[index].allocation.view(np.uint8, size, start))
 
-        self._pipeline(ring, starts, fill, allocation, nbytes)
-        self.counts["upload"]["file"] += 1
+            self._each(len(straight), read_straight, sum(size for *_, size in straight))
+            self.counts["upload"]["file_direct"] += len({index for index, *_ in straight})
+        if ringed:
+            nbytes = sum(size for *_, size in ringed)
+            most = min(FILE_RING_CHUNKS, self.threads + 2)
+            ring, chunk = self._ring("readback", nbytes, chunk=chunk, most=most)
+
+            def fill(i: int) -> int:
+                slot = ring[i % len(ring)]
+                self._wait(slot)  # the copy that last used this chunk is done
+                index, start, size = ringed[i]
+                return read(index, start, slot.view[:size])
+
+            targets = [(regions[index].allocation, start) for index, start, _ in ringed]
+            self._pipeline(ring, targets, fill, nbytes)
+            self.counts["upload"]["file"] += len({index for index, *_ in ringed})
 
     def _each(self, count: int, step: Callable[[int], object], nbytes: int) -> None:
         """step(0) ... step(count - 1), on the host threads when `nbytes` is large; an error
