@@ -12,6 +12,7 @@ collected before its children.
 from __future__ import annotations
 
 import enum
+import threading
 import weakref
 from collections import Counter
 from collections.abc import Callable
@@ -21,6 +22,8 @@ from gpulab._closeable import Closeable
 from gpulab.vk.errors import ObjectClosedError
 
 _live: Counter[str] = Counter()
+_counting = threading.Lock()
+"""Objects are made on more than one thread (the early device, the stager's pinning)."""
 
 
 def live_handles() -> dict[str, int]:
@@ -36,7 +39,8 @@ class State(enum.Enum):
 
 
 def _release(kind: str, destroy: Callable[[], object] | None) -> None:
-    _live[kind] -= 1
+    with _counting:
+        _live[kind] -= 1
     if destroy is not None:
         destroy()
 
@@ -58,7 +62,8 @@ class VkObject(Closeable):
         self._state = State.OPEN
         self._parent = parent
         self._children: dict[int, weakref.ref[VkObject]] = {}
-        _live[kind] += 1
+        with _counting:
+            _live[kind] += 1
         self._finalizer = weakref.finalize(self, _release, kind, destroy)
         if parent is not None:
             parent._adopt(self)
