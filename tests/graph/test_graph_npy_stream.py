@@ -216,18 +216,6 @@ def test_a_file_a_cpu_node_also_reads_is_uploaded_as_any_value(tmp_path: Path, w
     )
 
 
-@needs_vulkan
-def test_a_file_cut_short_after_the_load_is_an_input_error(tmp_path: Path, way: str) -> None:
-    path = vector_graph(tmp_path, np.ones(N, dtype=np.float32))
-    graph = load_graph(path, check_values=False)
-    data = tmp_path / "x.npy"
-    data.write_bytes(data.read_bytes()[: 3 * CHUNK])
-    with Runner("vulkan") as runner, pytest.raises(GraphInvalid) as raised:
-        runner.run(graph)
-    (problem,) = raised.value.errors
-    assert str(problem).startswith("inputs.x.file: x.npy: cannot be read (the file ends at byte")
-
-
 def two_file_graph(folder: Path, x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> Path:
     np.save(folder / "x.npy", x)
     np.save(folder / "y.npy", y)
@@ -241,6 +229,25 @@ def two_file_graph(folder: Path, x: np.ndarray[Any, Any], y: np.ndarray[Any, Any
         "outputs": ["s"],
     }
     return write_graph(folder, graph)
+
+
+@needs_vulkan
+@pytest.mark.parametrize("name", ["x", "y"])
+def test_a_file_cut_short_after_the_load_is_an_input_error(
+    tmp_path: Path, way: str, name: str
+) -> None:
+    """x: the graph's one file; y: the second of two streamed together, the one named."""
+    ones = np.ones(N, dtype=np.float32)
+    path = vector_graph(tmp_path, ones) if name == "x" else two_file_graph(tmp_path, ones, ones)
+    graph = load_graph(path, check_values=False)
+    data = tmp_path / f"{name}.npy"
+    data.write_bytes(data.read_bytes()[: 3 * CHUNK])
+    with Runner("vulkan") as runner, pytest.raises(GraphInvalid) as raised:
+        runner.run(graph)
+    (problem,) = raised.value.errors
+    assert str(problem).startswith(
+        f"inputs.{name}.file: {name}.npy: cannot be read (the file ends at byte"
+    )
 
 
 @needs_vulkan
@@ -263,18 +270,6 @@ def test_two_files_stream_together(
     same_bits(result.outputs["s"], x + y)
     assert counts[streamed_path(way)] == 2
     assert prepared == ([2 * 4 * N] if way == "ring" else [])
-
-
-@needs_vulkan
-def test_the_second_file_cut_short_is_the_one_named(tmp_path: Path, way: str) -> None:
-    ones = np.ones(N, dtype=np.float32)
-    graph = load_graph(two_file_graph(tmp_path, ones, ones), check_values=False)
-    data = tmp_path / "y.npy"
-    data.write_bytes(data.read_bytes()[: 3 * CHUNK])
-    with Runner("vulkan") as runner, pytest.raises(GraphInvalid) as raised:
-        runner.run(graph)
-    (problem,) = raised.value.errors
-    assert str(problem).startswith("inputs.y.file: y.npy: cannot be read (the file ends at byte")
 
 
 @needs_vulkan
