@@ -244,40 +244,6 @@ def test_regions_of_several_files_share_one_pipeline(
 
 
 @pytest.mark.usefixtures("unmappable_device_memory")
-def test_a_prepared_ring_is_pinned_on_a_thread_and_serves_both_ways(
-    device: Device, tmp_path: Path
-) -> None:
-    """prepare_file_ring pins the ring in one allocation (on a thread); the upload takes it as
-    the readback ring, each chunk at its offset, and downloads then move through it too."""
-    body = np.random.default_rng(10).bytes(5 * CHUNK + 3)
-    path = _file_of(tmp_path, body)
-    with (
-        MemoryManager(device) as manager,
-        Stager(manager, chunk_bytes=CHUNK, slots=3, threads=2, threaded_from=0) as stager,
-        path.open("rb") as stream,
-    ):
-        stager.prepare_file_ring(len(body))
-        stager.prepare_file_ring(len(body))  # one at a time: this one does nothing
-        target = manager.allocate(len(body))
-        stager.upload_files([FileRegion(stream.fileno(), 0, len(body), target)])
-        ring = stager._rings["readback"]
-        assert len(ring) == 3 and len({id(slot.allocation) for slot in ring}) == 1
-        assert [slot.offset for slot in ring] == [0, CHUNK, 2 * CHUNK]
-        assert stager.download(target, len(body), np.uint8).tobytes() == body
-        stats = stager.stats()
-        assert stats["staging_bytes"] == 3 * CHUNK and stats["staging_alloc_ms"] > 0.0
-        stager.prepare_file_ring(len(body))  # the ring it would pin is there already
-        assert stager._prepared is None
-        target.free()
-
-
-def test_a_prepared_ring_no_transfer_took_is_released(device: Device) -> None:
-    with MemoryManager(device) as manager, Stager(manager, chunk_bytes=CHUNK) as stager:
-        stager.prepare_file_ring(4 * CHUNK)
-    # the device fixture finds every Vulkan object gone
-
-
-@pytest.mark.usefixtures("unmappable_device_memory")
 def test_a_region_that_cannot_be_read_is_named(device: Device, tmp_path: Path) -> None:
     """The second of two files ends early: RegionReadError says which region, with the
     EOFError, and nothing is left in flight (the ring works after it)."""

@@ -281,13 +281,6 @@ class _Recording:
             shape = segment.graph.shape(name)
             self.held[name] = self._acquire(shape, f"read {name}", self._read_kind(name))
             arrays[name] = DeviceArray.of(self.held[name], shape)
-        # Files the host cannot read straight into their buffers go through the staging ring:
-        # it is pinned while the rest of the segment records.
-        ringed = [name for name in self.streamed if not self.held[name].host_visible]
-        if ringed:
-            self.executor.session.stager.prepare_file_ring(
-                sum(nbytes(segment.graph.shape(name)) for name in ringed)
-            )
         cmd.begin()
         if self.queries is not None:
             cmd.reset_queries(self.queries)

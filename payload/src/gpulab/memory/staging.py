@@ -10,8 +10,7 @@ Regions of files (.npy inputs' data) are uploaded by `upload_files` the same way
 any host array: host threads read chunks with os.preadv straight from the page cache into
 the mapped chunks of the readback ring while the device copies the chunks read before; all
 the regions of one call share one pipeline, so a second file's reads overlap the first's
-last copies instead of waiting for them. `prepare_file_ring` pins that ring ahead, on a
-thread of its own, while the caller does other work (the Vulkan backend records its segment).
+last copies instead of waiting for them.
 
 Everything is sized to the transfer at hand, so that a short run stays cheap at both ends:
 a ring holds no more chunks than the transfers so far needed (growing to `slots`), and
@@ -36,9 +35,7 @@ the import costs more than staging saves).
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -49,7 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpulab.memory.host_import import HostImporter, ImportedArray
-from gpulab.memory.manager import Allocation, MemoryManager, allocate_dedicated
+from gpulab.memory.manager import Allocation, MemoryManager
 from gpulab.memory.pinned import Pin, PinnedArray, pinned_location
 from gpulab.vk import Closeable, CommandBuffer, CommandPool, Fence
 from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
@@ -94,15 +91,13 @@ UPLOAD_MEMORY = {"write_combined": "upload", "cached": "readback"}
 
 @dataclass
 class _Slot:
-    """One chunk of a staging ring, with the command buffer and fence of its copy: `view`
-    (the chunk's bytes) at `offset` in `allocation`, which a prepared ring's chunks share."""
+    """One chunk of a staging ring, with the command buffer and fence of its copy."""
 
     allocation: Allocation
     view: npt.NDArray[np.uint8]
     commands: CommandBuffer
     fence: Fence
     in_flight: bool = False
-    offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -216,8 +211,6 @@ class Stager(Closeable):
         """The host threads: started by the first transfer that uses them."""
         self._commands = CommandPool(manager.device)
         self._rings: dict[str, list[_Slot]] = {}
-        self._prepared: tuple[threading.Thread, dict[str, Any]] | None = None
-        """prepare_file_ring's thread and what it made (the readback ring's next chunks)."""
         self._sync: tuple[CommandBuffer, Fence] | None = None
         self._copier: tuple[CommandBuffer, Fence] | None = None
         self._copier_recording: tuple[int, ...] = ()
@@ -285,14 +278,12 @@ class Stager(Closeable):
         """
         wanted = chunk or self.chunk_for(nbytes)
         count = min(most or self.slot_count, self.slot_count, -(-nbytes // wanted))
-        if kind == "readback":
-            self._take_prepared()
         ring = self._rings.get(kind, [])
-        if ring and ring[0].view.size < wanted:
+        if ring and ring[0].allocation.size < wanted:
             count = max(count, len(ring))
             self._release(ring)
             ring = []
-        size = ring[0].view.size if ring else wanted
+        size = ring[0].allocation.size if ring else wanted
         while len(ring) < count:
             ring.append(self._slot(kind, size))
         self._rings[kind] = ring
@@ -316,70 +307,9 @@ class Stager(Closeable):
         for slot in ring:
             self._wait(slot)
             del slot.view
+            slot.allocation.free()
             slot.fence.close()
             slot.commands.close()
-        for allocation in {id(slot.allocation): slot.allocation for slot in ring}.values():
-            allocation.free()
-
-    def prepare_file_ring(self, nbytes: int) -> None:
-        """Start pinning, on a thread of its own, the ring that upload_files of `nbytes`
-        through the ring will use (one allocation for all its chunks), so that the driver's
-        work (NVIDIA's pins host memory when it is allocated: 2-3.6 ms per 8 MiB in a new
-        process) overlaps the caller's (the Vulkan backend records its segment meanwhile)
-        instead of the upload's. Nothing when the readback ring already holds such chunks,
-        or one is being prepared; the next transfer through the ring takes it."""
-        chunk = self._file_chunk(nbytes)
-        have = self._rings.get("readback", [])
-        if nbytes <= 0 or self._prepared is not None or (have and have[0].view.size >= chunk):
-            return
-        count = min(-(-nbytes // chunk), FILE_RING_CHUNKS, self.threads + 2, self.slot_count)
-        made: dict[str, Any] = {"chunk": chunk, "count": count}
-
-        def pin() -> None:
-            start = time.perf_counter()
-            # A failure here (out of memory) the transfer meets again, allocating its own ring.
-            with contextlib.suppress(Exception):
-                made["allocation"] = allocate_dedicated(
-                    self.manager.device,
-                    chunk * count,
-                    "readback",
-                    TRANSFER_SRC | TRANSFER_DST,
-                    label="stager readback (prepared)",
-                )
-            made["seconds"] = time.perf_counter() - start
-
-        thread = threading.Thread(target=pin, name="gpulab-stager-pin", daemon=True)
-        self._prepared = (thread, made)
-        thread.start()
-
-    def _take_prepared(self) -> None:
-        """Wait for the ring prepare_file_ring started and make it the readback ring (unless
-        the ring there has chunks as large; then it goes back)."""
-        if self._prepared is None:
-            return
-        thread, made = self._prepared
-        self._prepared = None
-        thread.join()
-        self.staging_alloc_s += made.get("seconds", 0.0)
-        allocation: Allocation | None = made.get("allocation")
-        if allocation is None:
-            return  # the driver said no: the transfer allocates chunk by chunk, as before
-        chunk = made["chunk"]
-        have = self._rings.get("readback", [])
-        if have and have[0].view.size >= chunk:
-            allocation.free()
-            return
-        self._release(have)
-        self._rings["readback"] = [
-            _Slot(
-                allocation,
-                allocation.view(np.uint8, chunk, i * chunk),
-                self._commands.allocate(),
-                Fence(self.manager.device),
-                offset=i * chunk,
-            )
-            for i in range(made["count"])
-        ]
 
     @staticmethod
     def _wait(slot: _Slot) -> None:
@@ -558,7 +488,7 @@ class Stager(Closeable):
         def send(index: int, size: int) -> None:
             slot = ring[index % len(ring)]
             target, at = targets[index]
-            self._submit_copy(slot, slot.allocation, target, size, src=slot.offset, dst=at)
+            self._submit_copy(slot, slot.allocation, target, size, src=0, dst=at)
 
         count = len(targets)
         executor = self._threads_for(nbytes)
@@ -601,10 +531,6 @@ class Stager(Closeable):
         except RegionReadError as failed:
             raise failed.error from None
 
-    def _file_chunk(self, nbytes: int) -> int:
-        """The chunk size of upload_files moving `nbytes` in all."""
-        return min(self.chunk_bytes, FILE_CHUNK, self.chunk_for(nbytes))
-
     def upload_files(self, regions: list[FileRegion]) -> None:
         """Copy each region of a file into the start of its allocation, with no host copy but
         the read itself: host threads read chunks (os.preadv, without the GIL) straight into
@@ -630,7 +556,7 @@ class Stager(Closeable):
         total = sum(region.nbytes for region in regions)
         if total == 0:
             return
-        chunk = self._file_chunk(total)
+        chunk = min(self.chunk_bytes, FILE_CHUNK, self.chunk_for(total))
         # (region index, start in the region, size) of every chunk, by path
         straight: list[tuple[int, int, int]] = []
         ringed: list[tuple[int, int, int]] = []
@@ -759,8 +685,7 @@ class Stager(Closeable):
         def request(index: int) -> None:
             size = min(chunk, target.size - starts[index])
             slot = ring[index % len(ring)]
-            at = starts[index]
-            self._submit_copy(slot, allocation, slot.allocation, size, src=at, dst=slot.offset)
+            self._submit_copy(slot, allocation, slot.allocation, size, src=starts[index], dst=0)
 
         def drain(index: int) -> None:
             slot = ring[index % len(ring)]
@@ -836,7 +761,7 @@ class Stager(Closeable):
             "pinned_bytes": sum(pin.nbytes for pin in self._pins),
             "registered_arrays": len(self._registered),
             "registered_bytes": sum(whole.nbytes for whole, _ in self._registered.values()),
-            "staging_bytes": sum(slot.view.size for r in self._rings.values() for slot in r),
+            "staging_bytes": sum(slot.allocation.size for r in self._rings.values() for slot in r),
             "staging_alloc_ms": self.staging_alloc_s * 1e3,
             "transfers": {direction: dict(counts) for direction, counts in self.counts.items()},
         }
@@ -849,7 +774,6 @@ class Stager(Closeable):
         for _, imported in self._registered.values():
             imported.close()
         self._registered.clear()
-        self._take_prepared()
         for ring in self._rings.values():
             self._release(ring)
         self._rings.clear()

@@ -12,7 +12,6 @@ collected before its children.
 from __future__ import annotations
 
 import enum
-import threading
 import weakref
 from collections import Counter
 from collections.abc import Callable
@@ -22,8 +21,6 @@ from gpulab._closeable import Closeable
 from gpulab.vk.errors import ObjectClosedError
 
 _live: Counter[str] = Counter()
-_counting = threading.Lock()
-"""Objects are made on more than one thread (the early device, the stager's pinning)."""
 
 
 def live_handles() -> dict[str, int]:
@@ -39,8 +36,7 @@ class State(enum.Enum):
 
 
 def _release(kind: str, destroy: Callable[[], object] | None) -> None:
-    with _counting:
-        _live[kind] -= 1
+    _live[kind] -= 1
     if destroy is not None:
         destroy()
 
@@ -62,8 +58,7 @@ class VkObject(Closeable):
         self._state = State.OPEN
         self._parent = parent
         self._children: dict[int, weakref.ref[VkObject]] = {}
-        with _counting:
-            _live[kind] += 1
+        _live[kind] += 1
         self._finalizer = weakref.finalize(self, _release, kind, destroy)
         if parent is not None:
             parent._adopt(self)
