@@ -578,10 +578,16 @@ class Stager(Closeable):
             return piece.size
 
         if straight:
+            # Mapped here, once per region: a memory's first view maps it (vkMapMemory), which
+            # the reading threads must not do at once.
+            views = {
+                index: regions[index].allocation.view(np.uint8, regions[index].nbytes)
+                for index, *_ in straight
+            }
 
             def read_straight(i: int) -> int:
                 index, start, size = straight[i]
-                return read(index, start, regions[index].allocation.view(np.uint8, size, start))
+                return read(index, start, views[index][start : start + size])
 
             self._each(len(straight), read_straight, sum(size for *_, size in straight))
             self.counts["upload"]["file_direct"] += len({index for index, *_ in straight})
