@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -100,10 +100,10 @@ class _Slot:
     in_flight: bool = False
 
 
-@dataclass(frozen=True)
-class FileRegion:
+class FileRegion(NamedTuple):
     """`nbytes` of the open file `file` (a descriptor) from byte `offset`, for the start of
-    `allocation`; `inspect(chunk, start)` sees each chunk after its read (Stager.upload_files)."""
+    `allocation`; `inspect(chunk, start)` sees each chunk after its read (Stager.upload_files).
+    A NamedTuple: this module loads on every run's path, where a dataclass costs more."""
 
     file: int
     offset: int
@@ -557,15 +557,28 @@ class Stager(Closeable):
         if total == 0:
             return
         chunk = min(self.chunk_bytes, FILE_CHUNK, self.chunk_for(total))
-        # (region index, start in the region, size) of every chunk, by path
-        straight: list[tuple[int, int, int]] = []
-        ringed: list[tuple[int, int, int]] = []
+        # The regions read straight into their mapped memory, and those through the ring.
+        straight_regions: list[int] = []
+        ringed_regions: list[int] = []
         for index, region in enumerate(regions):
+            if region.nbytes == 0:
+                continue  # nothing to read, nor to count
             mapped = region.allocation.host_visible
             cached = region.allocation.memory_type.property_flags & HOST_CACHED
-            chunks = straight if mapped and (cached or region.inspect is None) else ringed
-            for start in range(0, region.nbytes, chunk):
-                chunks.append((index, start, min(chunk, region.nbytes - start)))
+            way = (
+                straight_regions
+                if mapped and (cached or region.inspect is None)
+                else ringed_regions
+            )
+            way.append(index)
+
+        def chunks_of(indices: list[int]) -> list[tuple[int, int, int]]:
+            """(region index, start in the region, size) of each chunk of those regions."""
+            return [
+                (index, start, min(chunk, regions[index].nbytes - start))
+                for index in indices
+                for start in range(0, regions[index].nbytes, chunk)
+            ]
 
         def read(index: int, start: int, piece: npt.NDArray[np.uint8]) -> int:
             region = regions[index]
@@ -577,22 +590,25 @@ class Stager(Closeable):
                 region.inspect(piece, start)
             return piece.size
 
-        if straight:
+        if straight_regions:
+            straight = chunks_of(straight_regions)
             # Mapped here, once per region: a memory's first view maps it (vkMapMemory), which
             # the reading threads must not do at once.
             views = {
                 index: regions[index].allocation.view(np.uint8, regions[index].nbytes)
-                for index, *_ in straight
+                for index in straight_regions
             }
 
             def read_straight(i: int) -> int:
                 index, start, size = straight[i]
                 return read(index, start, views[index][start : start + size])
 
-            self._each(len(straight), read_straight, sum(size for *_, size in straight))
-            self.counts["upload"]["file_direct"] += len({index for index, *_ in straight})
-        if ringed:
-            nbytes = sum(size for *_, size in ringed)
+            nbytes = sum(regions[index].nbytes for index in straight_regions)
+            self._each(len(straight), read_straight, nbytes)
+            self.counts["upload"]["file_direct"] += len(straight_regions)
+        if ringed_regions:
+            ringed = chunks_of(ringed_regions)
+            nbytes = sum(regions[index].nbytes for index in ringed_regions)
             most = min(FILE_RING_CHUNKS, self.threads + 2)
             ring, chunk = self._ring("readback", nbytes, chunk=chunk, most=most)
 
@@ -604,7 +620,7 @@ class Stager(Closeable):
 
             targets = [(regions[index].allocation, start) for index, start, _ in ringed]
             self._pipeline(ring, targets, fill, nbytes)
-            self.counts["upload"]["file"] += len({index for index, *_ in ringed})
+            self.counts["upload"]["file"] += len(ringed_regions)
 
     def _each(self, count: int, step: Callable[[int], object], nbytes: int) -> None:
         """step(0) ... step(count - 1), on the host threads when `nbytes` is large; an error
