@@ -8,7 +8,8 @@ Writes x.npy and y.npy of 2^LOG2N float32 (end_to_end.py's inputs) to /tmp/npy-a
 runs `gpulab run g.json --backend vulkan` with PYTHON as a new process per run, PYTHONPATH
 each TREE in turn, one round of warm-up and PAIRS rounds measured; prints per tree the median
 wall ms and the medians of timing's upload_ms, inputs_ms, record_ms and open_ms, the staging
-ring (ms allocating it, MiB) and the upload paths of the last run, and every upload_ms.
+ring (ms allocating it, ms importing it, MiB) and the upload paths of the last run, and every
+upload_ms.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def run_once(python: str, tree: str, work: Path, name: str) -> dict[str, Any]:
         "wall_ms": wall_ms,
         **{phase: result["timing"].get(phase, 0.0) for phase in PHASES},
         "staging_alloc_ms": transfers.get("staging_alloc_ms"),
+        "staging_import_ms": transfers.get("staging_import_ms"),
         "staging_mib": (transfers.get("staging_bytes") or 0) / (1 << 20),
         "paths": {k: v for k, v in transfers.get("transfers", {}).get("upload", {}).items() if v},
     }
@@ -67,7 +69,8 @@ def main() -> None:
         print(
             f"2^{log2n} {name}: "
             + ", ".join(f"{key} {value:.1f}" for key, value in medians.items())
-            + f"; staging {last['staging_alloc_ms']} ms {last['staging_mib']} MiB,"
+            + f"; staging {last['staging_alloc_ms']} ms (imports {last['staging_import_ms']} ms)"
+            f" {last['staging_mib']} MiB,"
             f" paths {last['paths']}; upload_ms {[round(r['upload_ms'], 1) for r in done]}",
             flush=True,
         )

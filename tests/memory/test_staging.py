@@ -146,33 +146,56 @@ def _file_of(tmp_path: Path, data: bytes) -> Path:
 
 
 @pytest.mark.usefixtures("unmappable_device_memory")
+@pytest.mark.parametrize("file_ring", ["pinned", "imported"])
 @pytest.mark.parametrize("threads", [1, 3])
 def test_a_file_region_streams_through_the_ring(
-    device: Device, tmp_path: Path, threads: int
+    device: Device, tmp_path: Path, threads: int, file_ring: str
 ) -> None:
     """Chunks of a region (not a multiple of the chunk, several rings' worth) read into the
-    ring and copied by the device; inspect sees every chunk once, at its offset."""
+    ring and copied by the device; inspect sees every chunk once, at its offset. The ring is
+    the readback ring's pinned memory, or host memory imported chunk by chunk."""
     rng = np.random.default_rng(6)
     header, body = rng.bytes(128), rng.bytes(7 * CHUNK + 1234)
     path = _file_of(tmp_path, header + body + rng.bytes(99))
     seen: list[tuple[int, bytes]] = []
     with (
         MemoryManager(device) as manager,
-        Stager(manager, chunk_bytes=CHUNK, slots=2, threads=threads, threaded_from=0) as stager,
+        Stager(
+            manager,
+            chunk_bytes=CHUNK,
+            slots=2,
+            threads=threads,
+            threaded_from=0,
+            file_ring=file_ring,
+        ) as stager,
         path.open("rb") as stream,
     ):
         target = manager.allocate(len(body) + 16)
-        stager.upload_file(
-            stream.fileno(), 128, len(body), target, lambda c, at: seen.append((at, c.tobytes()))
-        )
-        back = stager.download(target, len(body), np.uint8)
-        assert back.tobytes() == body
-        assert stager.counts["upload"]["file"] == 1
-        assert len(stager._rings["readback"]) == 2  # the ring downloads use, of `slots`
+        for _ in range(2):  # the second upload reuses the ring as it is
+            seen.clear()
+            stager.upload_file(
+                stream.fileno(),
+                128,
+                len(body),
+                target,
+                lambda c, at: seen.append((at, c.tobytes())),
+            )
+            back = stager.download(target, len(body), np.uint8)
+            assert back.tobytes() == body
+        assert stager.counts["upload"]["file"] == 2
+        kind = "readback" if file_ring == "pinned" else "imported"
+        assert len(stager._rings[kind]) == 2  # of `slots`; the readback ring downloads use
         stats = stager.stats()
-        assert stats["staging_bytes"] == 2 * CHUNK and stats["staging_alloc_ms"] > 0.0
+        assert stats["staging_bytes"] == 2 * CHUNK * (2 if kind == "imported" else 1)
+        spent = stats["staging_import_ms"] if kind == "imported" else stats["staging_alloc_ms"]
+        assert spent > 0.0
         target.free()
     assert sorted(seen) == [(at, body[at : at + CHUNK]) for at in range(0, len(body), CHUNK)]
+
+
+def test_a_file_ring_must_be_named(device: Device) -> None:
+    with MemoryManager(device) as manager, pytest.raises(ValueError, match="file_ring must be"):
+        Stager(manager, file_ring="mapped")
 
 
 def test_a_file_region_is_read_straight_into_mapped_cached_memory(

@@ -39,7 +39,6 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -48,6 +47,7 @@ import numpy.typing as npt
 from gpulab.memory.host_import import HostImporter, ImportedArray
 from gpulab.memory.manager import Allocation, MemoryManager
 from gpulab.memory.pinned import Pin, PinnedArray, pinned_location
+from gpulab.memory.ring import Chunk, Copies, Copy, ImportedChunk, PinnedChunk
 from gpulab.vk import Closeable, CommandBuffer, CommandPool, Fence
 from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
 from gpulab.vk.memory import HOST_CACHED
@@ -87,17 +87,12 @@ PATHS = ("pinned", "registered", "imported", "staged", "direct", "file", "file_d
 read straight into mapped device memory."""
 UPLOAD_MEMORY = {"write_combined": "upload", "cached": "readback"}
 """Stager(upload_memory=...) -> the memory kind of the upload ring."""
-
-
-@dataclass
-class _Slot:
-    """One chunk of a staging ring, with the command buffer and fence of its copy."""
-
-    allocation: Allocation
-    view: npt.NDArray[np.uint8]
-    commands: CommandBuffer
-    fence: Fence
-    in_flight: bool = False
+FILE_RINGS = ("pinned", "imported")
+"""Stager(file_ring=...): the readback ring's pinned memory, or anonymous host memory imported
+chunk by chunk (where the device can import host memory; else the pinned ring)."""
+IMPORTED_RING_CHUNKS = 18
+"""An imported file ring's chunks at most (threads + 2 at most): importing costs far less than
+allocating pinned memory, so the ring can keep every host thread reading."""
 
 
 class FileRegion(NamedTuple):
@@ -138,6 +133,7 @@ def combine_stager_stats(stagers: list[dict[str, Any]]) -> dict[str, Any]:
         "registered_bytes",
         "staging_bytes",
         "staging_alloc_ms",
+        "staging_import_ms",
     )
     total: dict[str, Any] = {key: sum(s[key] for s in stagers) for key in keys}
     total["transfers"] = {}
@@ -194,11 +190,15 @@ class Stager(Closeable):
         upload_memory: str = "write_combined",
         import_above: int | None = None,
         threaded_from: int = THREADED_FROM,
+        file_ring: str = "pinned",
     ) -> None:
         if upload_memory not in UPLOAD_MEMORY:
             raise ValueError(
                 f"upload_memory must be one of {', '.join(UPLOAD_MEMORY)}, got {upload_memory!r}"
             )
+        if file_ring not in FILE_RINGS:
+            raise ValueError(f"file_ring must be one of {', '.join(FILE_RINGS)}, got {file_ring!r}")
+        self.file_ring = file_ring
         self.threads = threads or min(MAX_THREADS, os.cpu_count() or 1)
         slots = slots or max(3, 2 * self.threads)
         if chunk_bytes <= 0 or slots < 1:
@@ -210,7 +210,9 @@ class Stager(Closeable):
         self._executor: ThreadPoolExecutor | None = None
         """The host threads: started by the first transfer that uses them."""
         self._commands = CommandPool(manager.device)
-        self._rings: dict[str, list[_Slot]] = {}
+        self._rings: dict[str, list[Any]] = {}
+        """Rings by kind ("upload", "readback": PinnedChunk; "imported": ImportedChunk)."""
+        self._copies = Copies(self._commands)
         self._sync: tuple[CommandBuffer, Fence] | None = None
         self._copier: tuple[CommandBuffer, Fence] | None = None
         self._copier_recording: tuple[int, ...] = ()
@@ -268,7 +270,7 @@ class Stager(Closeable):
 
     def _ring(
         self, kind: str, nbytes: int, *, chunk: int | None = None, most: int | None = None
-    ) -> tuple[list[_Slot], int]:
+    ) -> tuple[list[Any], int]:
         """The ring of `kind` for a transfer of `nbytes`, and the chunk size to use in it
         (`chunk`, else chunk_for(nbytes); at most `most` chunks needed, else slot_count).
 
@@ -279,57 +281,34 @@ class Stager(Closeable):
         wanted = chunk or self.chunk_for(nbytes)
         count = min(most or self.slot_count, self.slot_count, -(-nbytes // wanted))
         ring = self._rings.get(kind, [])
-        if ring and ring[0].allocation.size < wanted:
+        if ring and ring[0].size < wanted:
             count = max(count, len(ring))
             self._release(ring)
             ring = []
-        size = ring[0].allocation.size if ring else wanted
+        size = ring[0].size if ring else wanted
         while len(ring) < count:
             ring.append(self._slot(kind, size))
         self._rings[kind] = ring
         return ring, wanted
 
-    def _slot(self, kind: str, size: int) -> _Slot:
+    def _slot(self, kind: str, size: int) -> Chunk:
+        if kind == "imported":
+            return ImportedChunk.anonymous(size)
         memory_kind = UPLOAD_MEMORY[self.upload_memory] if kind == "upload" else kind
         start = time.perf_counter()
         allocation = self.manager.allocate(
             size, memory_kind, TRANSFER_SRC | TRANSFER_DST, label=f"stager {kind}"
         )
         self.staging_alloc_s += time.perf_counter() - start
-        return _Slot(
-            allocation,
-            allocation.view(np.uint8, size),
-            self._commands.allocate(),
-            Fence(self.manager.device),
-        )
+        return PinnedChunk(allocation, allocation.view(np.uint8, size))
 
-    def _release(self, ring: list[_Slot]) -> None:
+    def _release(self, ring: list[Any]) -> None:
         for slot in ring:
             self._wait(slot)
-            del slot.view
-            slot.allocation.free()
-            slot.fence.close()
-            slot.commands.close()
+            slot.release()
 
-    @staticmethod
-    def _wait(slot: _Slot) -> None:
-        if slot.in_flight:
-            slot.fence.wait()
-            slot.fence.reset()
-            slot.in_flight = False
-
-    def _submit_copy(
-        self, slot: _Slot, source: Allocation, target: Allocation, size: int, *, src: int, dst: int
-    ) -> None:
-        commands = slot.commands
-        commands.begin()
-        if target is slot.allocation:  # a readback: earlier kernels wrote the source
-            commands.barrier("compute", "transfer")
-        commands.copy_buffer(source.buffer, target.buffer, size, src, dst)
-        commands.barrier("transfer", "host" if target is slot.allocation else "compute")
-        commands.end()
-        self.manager.device.submit(commands, slot.fence)
-        slot.in_flight = True
+    def _wait(self, slot: Chunk) -> None:
+        self._copies.wait(slot)
 
     # Upload -----------------------------------------------------------------------------
 
@@ -476,7 +455,7 @@ class Stager(Closeable):
 
     def _pipeline(
         self,
-        ring: list[_Slot],
+        ring: list[Any],
         targets: list[tuple[Allocation, int]],
         fill: Callable[[int], int],
         nbytes: int,
@@ -485,26 +464,35 @@ class Stager(Closeable):
         copied to targets[i] (an allocation and the offset in it); with host threads, the
         next chunks fill while the device copies."""
 
-        def send(index: int, size: int) -> None:
+        def copy(index: int, size: int) -> Copy:
             slot = ring[index % len(ring)]
             target, at = targets[index]
-            self._submit_copy(slot, slot.allocation, target, size, src=0, dst=at)
+            source, offset = slot.source
+            return Copy(slot, source, target, size, offset, at)
 
         count = len(targets)
         executor = self._threads_for(nbytes)
         try:
             if executor is None:
                 for index in range(count):
-                    send(index, fill(index))
+                    self._copies.submit([copy(index, fill(index))])
                 return
             # Threads fill different chunks at once; each fill waits for its chunk's previous
-            # copy, and chunks are submitted in order as their fills complete.
+            # copy. Chunks are submitted in order as their fills complete: the next one in
+            # order with those after it that are filled already, in one submission.
             futures = {i: executor.submit(fill, i) for i in range(min(len(ring), count))}
             try:
-                for index in range(count):
-                    send(index, futures.pop(index).result())
-                    if index + len(ring) < count:
-                        futures[index + len(ring)] = executor.submit(fill, index + len(ring))
+                index = 0
+                while index < count:
+                    batch = [copy(index, futures.pop(index).result())]
+                    while index + len(batch) in futures and futures[index + len(batch)].done():
+                        after = index + len(batch)
+                        batch.append(copy(after, futures.pop(after).result()))
+                    self._copies.submit(batch)
+                    for sent in range(index, index + len(batch)):
+                        if sent + len(ring) < count:
+                            futures[sent + len(ring)] = executor.submit(fill, sent + len(ring))
+                    index += len(batch)
             finally:
                 _settle(futures)
         finally:
@@ -609,18 +597,30 @@ class Stager(Closeable):
         if ringed_regions:
             ringed = chunks_of(ringed_regions)
             nbytes = sum(regions[index].nbytes for index in ringed_regions)
-            most = min(FILE_RING_CHUNKS, self.threads + 2)
-            ring, chunk = self._ring("readback", nbytes, chunk=chunk, most=most)
+            kind = "imported" if self._imports_file_ring() else "readback"
+            most = IMPORTED_RING_CHUNKS if kind == "imported" else FILE_RING_CHUNKS
+            ring, chunk = self._ring(kind, nbytes, chunk=chunk, most=min(most, self.threads + 2))
 
             def fill(i: int) -> int:
                 slot = ring[i % len(ring)]
                 self._wait(slot)  # the copy that last used this chunk is done
                 index, start, size = ringed[i]
-                return read(index, start, slot.view[:size])
+                done = read(index, start, slot.view[:size])
+                if kind == "imported":
+                    slot.import_pages(self._importer)
+                return done
 
             targets = [(regions[index].allocation, start) for index, start, _ in ringed]
             self._pipeline(ring, targets, fill, nbytes)
             self.counts["upload"]["file"] += len(ringed_regions)
+
+    def _imports_file_ring(self) -> bool:
+        """Whether upload_files' ring is imported host memory (file_ring, where it can be)."""
+        if self.file_ring != "imported":
+            return False
+        if self._importer is None:
+            self._importer = HostImporter(self.manager.device)
+        return self._importer.usable
 
     def _each(self, count: int, step: Callable[[int], object], nbytes: int) -> None:
         """step(0) ... step(count - 1), on the host threads when `nbytes` is large; an error
@@ -705,9 +705,11 @@ class Stager(Closeable):
         starts = range(0, target.size, chunk)
 
         def request(index: int) -> None:
+            # One submission per chunk: a chunk's drain starts when its own copy is done.
             size = min(chunk, target.size - starts[index])
             slot = ring[index % len(ring)]
-            self._submit_copy(slot, allocation, slot.allocation, size, src=starts[index], dst=0)
+            copy = Copy(slot, allocation, slot.allocation, size, starts[index], 0)
+            self._copies.submit([copy], readback=True)
 
         def drain(index: int) -> None:
             slot = ring[index % len(ring)]
@@ -776,15 +778,19 @@ class Stager(Closeable):
         return self.paths[direction]
 
     def stats(self) -> dict[str, Any]:
-        """Pinned and registered arrays (count, bytes), the rings' chunks (bytes, and the ms
-        their allocation took) and transfers per direction and path."""
+        """Pinned and registered arrays (count, bytes), the rings' chunks (bytes, the ms their
+        allocation took, and an imported ring's import) and transfers per direction and path."""
         return {
             "pinned_arrays": len(self._pins),
             "pinned_bytes": sum(pin.nbytes for pin in self._pins),
             "registered_arrays": len(self._registered),
             "registered_bytes": sum(whole.nbytes for whole, _ in self._registered.values()),
-            "staging_bytes": sum(slot.allocation.size for r in self._rings.values() for slot in r),
+            "staging_bytes": sum(slot.size for ring in self._rings.values() for slot in ring),
             "staging_alloc_ms": self.staging_alloc_s * 1e3,
+            "staging_import_ms": sum(
+                slot.import_s for slot in self._rings.get("imported", ()) if slot.imported
+            )
+            * 1e3,
             "transfers": {direction: dict(counts) for direction, counts in self.counts.items()},
         }
 
@@ -799,6 +805,7 @@ class Stager(Closeable):
         for ring in self._rings.values():
             self._release(ring)
         self._rings.clear()
+        self._copies.close()
         for pair in (self._sync, self._copier):
             if pair is not None:
                 pair[1].close()
