@@ -3,7 +3,7 @@
     PYTHONPATH=payload/src python3 payload/benchmarks/npy_upload_sweep.py [MIB]
 
 Writes MIB (default 512) MiB of float32 to /dev/shm (the page cache, as a file read a second
-time is), then for each host-thread count, chunk size and ring length (gpulab.memory.staging's
+time is), then for each host-thread count, chunk size and ring length (gpulab.memory.file_regions'
 FILE_CHUNK and FILE_RING_CHUNKS, set here for the measurement) uploads it into a device buffer
 three times with a new Stager (its ring allocated in the upload; but from the memory manager's
 blocks that earlier rings freed, so without the pinning a new process pays: 2-3.6 ms per 8 MiB
@@ -24,7 +24,7 @@ import time
 import numpy as np
 from gpulab.diagnostics.memory_bench import copy_engine_gbps
 from gpulab.kernels.session import DeviceSession
-from gpulab.memory import staging
+from gpulab.memory import file_regions, staging
 
 SETTINGS = itertools.product((4, 8, 16), (2, 4, 8, 16), (6, 10, 16))
 """(threads, chunk MiB, ring chunks)."""
@@ -42,7 +42,7 @@ def main() -> None:
             floor = nbytes / (rate * 1e9) * 1e3
             print(f"{mib} MiB, copy engine {rate:.1f} GB/s: bytes/rate {floor:.2f} ms")
             for threads, chunk, ring in SETTINGS:
-                staging.FILE_CHUNK, staging.FILE_RING_CHUNKS = chunk << 20, ring
+                file_regions.FILE_CHUNK, file_regions.FILE_RING_CHUNKS = chunk << 20, ring
                 cold: list[float] = []
                 kept: list[float] = []
                 allocs: list[float] = []

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from gpulab.diagnostics.memory_bench import copy_engine_gbps
 from gpulab.kernels.session import DeviceSession
-from gpulab.memory import ring, staging
+from gpulab.memory import file_regions, ring, staging
 from gpulab.memory.host_import import HostImporter
 from gpulab.vk import TimestampQueryPool
 
@@ -134,7 +134,7 @@ class Timeline:
         self.events: dict[str, list[tuple[float, float, int]]] = {}
         self.lock = threading.Lock()
         self.skip_reads = False
-        self._read = staging._read_exactly
+        self._read = file_regions.read_exactly
         self._submit = ring.Copies.submit
         self._wait = ring.Copies.wait
 
@@ -161,12 +161,12 @@ class Timeline:
             timeline._wait(chunk)
             timeline.note("slot wait", start)
 
-        staging._read_exactly = read  # type: ignore[assignment]
+        file_regions.read_exactly = read  # type: ignore[assignment]
         ring.Copies.submit = submit  # type: ignore[method-assign]
         ring.Copies.wait = staticmethod(wait)  # type: ignore[method-assign]
 
     def remove(self) -> None:
-        staging._read_exactly = self._read  # type: ignore[assignment]
+        file_regions.read_exactly = self._read  # type: ignore[assignment]
         ring.Copies.submit = self._submit  # type: ignore[method-assign]
         ring.Copies.wait = staticmethod(self._wait)  # type: ignore[method-assign]
 
@@ -209,8 +209,8 @@ def timeline(mib: int) -> None:
             floor = nbytes / (rate * 1e9) * 1e3
             print(f"{mib} MiB, copy engine {rate:.1f} GB/s: bytes / rate {floor:.2f} ms")
             for threads, chunk, slots, kind in RINGS:
-                staging.FILE_CHUNK = chunk << 20
-                staging.FILE_RING_CHUNKS = staging.IMPORTED_RING_CHUNKS = slots
+                file_regions.FILE_CHUNK = chunk << 20
+                file_regions.FILE_RING_CHUNKS = file_regions.IMPORTED_RING_CHUNKS = slots
                 with session.open_stager(
                     threads=threads,
                     slots=slots,
@@ -241,7 +241,7 @@ def cold(kind: str, slots: int, mib: int) -> None:
     nbytes = mib << 20
     np.random.default_rng(0).random(nbytes // 4, dtype=np.float32).tofile(PATH)
     file = os.open(PATH, os.O_RDONLY)
-    staging.FILE_RING_CHUNKS = staging.IMPORTED_RING_CHUNKS = slots
+    file_regions.FILE_RING_CHUNKS = file_regions.IMPORTED_RING_CHUNKS = slots
     try:
         with DeviceSession(0) as session:
             plain = session.manager.allocate(nbytes, "device", label="plain VRAM")

@@ -9,15 +9,15 @@ once, or one allocation, and the ms each took (NVIDIA's driver pins host memory 
 allocates it).
 
 `upload` writes MIB (default 512) MiB of float32 to /dev/shm (the page cache, as a file read
-a second time is) and uploads it with Stager.upload_file: straight into mappable VRAM
-(kind device_mapped) on 16, 8 and 12 host threads and as two halves in turn; through a
-staging ring that is kept between uploads, for several thread counts, chunk sizes and ring
-lengths (gpulab.memory.staging's FILE_CHUNK and FILE_RING_CHUNKS, set here), with the
-median µs of each chunk's submission; and both at once (a share straight into VRAM on some
-threads, the rest through the ring on others). Each line is the median of three uploads of
-the warmed-up path and its ratio to bytes / the copy engine's rate from pinned memory
-(measured first). The target buffers are reused, so first writes into new mappings are not
-in these figures (a run's are: compare its upload_ms).
+a second time is) and uploads it with Stager.upload_file: straight into mappable VRAM (kind
+device_mapped) on 16, 8 and 12 host threads and as two halves in turn; through a staging
+ring that is kept between uploads, for several thread counts, chunk sizes and ring lengths
+(gpulab.memory.file_regions' FILE_CHUNK and FILE_RING_CHUNKS, set here), with the median µs
+of each submission (chunks filled together share one); and both at once (a share straight
+into VRAM on some threads, the rest through the ring on others). Each line is the median of
+three uploads of the warmed-up path and its ratio to bytes / the copy engine's rate from
+pinned memory (measured first). The target buffers are reused, so first writes into new
+mappings are not in these figures (a run's are: compare its upload_ms).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from gpulab.diagnostics.memory_bench import copy_engine_gbps
 from gpulab.kernels.session import DeviceSession
-from gpulab.memory import staging
+from gpulab.memory import file_regions, ring, staging
 from gpulab.memory.memory_types import candidate_types
 from gpulab.vk import DeviceMemory
 
@@ -111,25 +111,26 @@ class Bench:
 
     def rings(self, submitted: dict[str, float]) -> None:
         file, nbytes, plain = self.file, self.nbytes, self.plain
-        for threads, chunk, ring in RINGS:
-            staging.FILE_CHUNK, staging.FILE_RING_CHUNKS = chunk << 20, ring
+        for threads, chunk, slots in RINGS:
+            file_regions.FILE_CHUNK, file_regions.FILE_RING_CHUNKS = chunk << 20, slots
             chunk_bytes = max(chunk << 20, staging.CHUNK_BYTES)
             with self.session.open_stager(
-                threads=threads, slots=ring, chunk_bytes=chunk_bytes
+                threads=threads, slots=slots, chunk_bytes=chunk_bytes
             ) as stager:
                 stager.upload_file(file, 0, nbytes, plain)  # the ring, allocated
                 submitted.update(count=0, seconds=0.0)
                 ms = median_ms(lambda s=stager: s.upload_file(file, 0, nbytes, plain))
                 each = submitted["seconds"] / max(submitted["count"], 1) * 1e6
                 self.line(
-                    f"ring kept, {threads} threads, {chunk} MiB chunks, ring of {ring} "
+                    f"ring kept, {threads} threads, {chunk} MiB chunks, ring of {slots} "
                     f"(submission {each:.0f} us each)",
                     ms,
                 )
 
     def both(self, share: float, straight_threads: int, ring_threads: int) -> None:
         file, nbytes = self.file, self.nbytes
-        staging.FILE_CHUNK, staging.FILE_RING_CHUNKS = 8 << 20, ring_threads + 2
+        file_regions.FILE_CHUNK = 8 << 20
+        file_regions.FILE_RING_CHUNKS = ring_threads + 2
         cut = int(nbytes * share) // (8 << 20) * (8 << 20)
         with (
             self.session.open_stager(threads=straight_threads) as straight,
@@ -157,15 +158,15 @@ def upload(mib: int) -> None:
     np.random.default_rng(0).random(nbytes // 4, dtype=np.float32).tofile(PATH)
     file = os.open(PATH, os.O_RDONLY)
     submitted = {"count": 0.0, "seconds": 0.0}
-    submit = staging.Stager._submit_copy
+    submit = ring.Copies.submit
 
-    def timed_submit(stager: staging.Stager, *args: Any, **kwargs: Any) -> None:
+    def timed_submit(copies: ring.Copies, *args: Any, **kwargs: Any) -> None:
         start = time.perf_counter()
-        submit(stager, *args, **kwargs)
+        submit(copies, *args, **kwargs)
         submitted["seconds"] += time.perf_counter() - start
         submitted["count"] += 1
 
-    staging.Stager._submit_copy = timed_submit  # type: ignore[method-assign]
+    ring.Copies.submit = timed_submit  # type: ignore[method-assign]
     try:
         with DeviceSession(0) as session:
             bench = Bench(session, file, nbytes)
@@ -174,7 +175,7 @@ def upload(mib: int) -> None:
             for split in SPLITS:
                 bench.both(*split)
     finally:
-        staging.Stager._submit_copy = submit  # type: ignore[method-assign]
+        ring.Copies.submit = submit  # type: ignore[method-assign]
         os.close(file)
         os.unlink(PATH)
 

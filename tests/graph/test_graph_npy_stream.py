@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import gpulab.graph.npy
-import gpulab.memory.staging
+import gpulab.memory.file_regions
 import numpy as np
 import pytest
 from gpulab import Runner, load_graph
@@ -37,7 +37,7 @@ def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iter
     host cannot map (files go through the staging ring); "mapped", as it is (lavapipe's one
     host-cached type); "rebar", a discrete GPU behind a resizable BAR: a .npy input's buffer
     (kind device_mapped) is mapped but uncached, plain device memory is not mapped."""
-    monkeypatch.setattr(gpulab.memory.staging, "FILE_CHUNK", CHUNK)
+    monkeypatch.setattr(gpulab.memory.file_regions, "FILE_CHUNK", CHUNK)
     mappable = Allocation.host_visible.fget
     memory_type = Allocation.memory_type.fget
     assert mappable is not None and memory_type is not None

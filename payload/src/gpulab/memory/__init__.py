@@ -8,12 +8,13 @@ gpulab comes from here. Imports only gpulab.vk and gpulab.native.
 
 from gpulab.memory.blocks import BlockAllocator, block_size_for
 from gpulab.memory.errors import AllocationFreedError, OutOfMemoryError
+from gpulab.memory.file_regions import FileRegion, RegionReadError
 from gpulab.memory.manager import DEFAULT_USAGE, Allocation, MemoryManager, allocate_dedicated
 from gpulab.memory.memory_types import KINDS
 from gpulab.memory.offsets import FirstFitAllocator, OffsetAllocator
 from gpulab.memory.pinned import PinnedArray
 from gpulab.memory.pool import BufferPool, size_class
-from gpulab.memory.staging import FileRegion, RegionReadError, Stager
+from gpulab.memory.staging import Stager
 
 __all__ = [
     "DEFAULT_USAGE",

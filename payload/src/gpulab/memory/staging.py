@@ -4,7 +4,8 @@ Uploads go through a persistently mapped ring of staging chunks: while the devic
 chunk i into the target buffer, host threads fill the next chunks, one whole chunk each
 (numpy releases the GIL while it copies). Readbacks run the other way through HOST_CACHED
 memory, where host reads are fast: the device copies ahead into the ring while host threads
-drain it. Each chunk has its own command buffer and fence.
+drain it. The chunks and the submissions of their copies are gpulab.memory.ring's: upload
+chunks filled at about the same time go to the device in one submission.
 
 Regions of files (.npy inputs' data) are uploaded by `upload_files` the same way without
 any host array: host threads read chunks with os.preadv straight from the page cache into
@@ -39,11 +40,13 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from gpulab.memory import file_regions
+from gpulab.memory.file_regions import FileRegion, RegionReadError, read_chunk
 from gpulab.memory.host_import import HostImporter, ImportedArray
 from gpulab.memory.manager import Allocation, MemoryManager
 from gpulab.memory.pinned import Pin, PinnedArray, pinned_location
@@ -72,49 +75,11 @@ SPIN_S = 0.05
 blocking): a blocking wait's wake-up costs a visible share of a few-millisecond copy."""
 ONE_COPY_BYTES = 256 << 20
 """A pinned or imported transfer is recorded as copies of at most this size."""
-FILE_CHUNK = 8 << 20
-"""Chunks of a file's upload hold at most this much."""
-FILE_RING_CHUNKS = 10
-"""A file's upload uses at most this many chunks of the ring (and threads + 2 at most). The
-ring is pinned memory, which NVIDIA's driver pins when it is allocated: in a new process that
-is part of the upload, so the ring is no larger than the copy engine needs. Measured on the
-H200 (payload/benchmarks/npy_upload_sweep.py, docs/benchmarks.md): with 16 threads, 8 MiB
-chunks in a ring of 10 moved 512 MiB and 2 GiB at 2.11x and 1.63x the copy engine's time
-(4 MiB chunks: 2.95x at both; 2 MiB: 4-5x, each chunk's submission then costs more than
-its copy); a ring of 16 was no better at 512 MiB and twice the pinned memory."""
 PATHS = ("pinned", "registered", "imported", "staged", "direct", "file", "file_direct")
 """Transfers by path: "file" and "file_direct" are upload_files' regions, through the ring or
 read straight into mapped device memory."""
 UPLOAD_MEMORY = {"write_combined": "upload", "cached": "readback"}
 """Stager(upload_memory=...) -> the memory kind of the upload ring."""
-FILE_RINGS = ("pinned", "imported")
-"""Stager(file_ring=...): the readback ring's pinned memory, or anonymous host memory imported
-chunk by chunk (where the device can import host memory; else the pinned ring)."""
-IMPORTED_RING_CHUNKS = 18
-"""An imported file ring's chunks at most (threads + 2 at most): importing costs far less than
-allocating pinned memory, so the ring can keep every host thread reading."""
-
-
-class FileRegion(NamedTuple):
-    """`nbytes` of the open file `file` (a descriptor) from byte `offset`, for the start of
-    `allocation`; `inspect(chunk, start)` sees each chunk after its read (Stager.upload_files).
-    A NamedTuple: this module loads on every run's path, where a dataclass costs more."""
-
-    file: int
-    offset: int
-    nbytes: int
-    allocation: Allocation
-    inspect: Callable[[npt.NDArray[np.uint8], int], None] | None = None
-
-
-class RegionReadError(OSError):
-    """Region `region` (its index in the upload_files call) could not be read: `error`, an
-    EOFError (the file ended first) or the OSError of the read."""
-
-    def __init__(self, region: int, error: EOFError | OSError) -> None:
-        super().__init__(str(error))
-        self.region = region
-        self.error = error
 
 
 def _settle(futures: dict[int, Future[Any]]) -> None:
@@ -143,20 +108,6 @@ def combine_stager_stats(stagers: list[dict[str, Any]]) -> dict[str, Any]:
             for path, count in counts.items():
                 into[path] = into.get(path, 0) + count
     return total
-
-
-def _read_exactly(file: int, target: npt.NDArray[np.uint8], position: int) -> None:
-    """Fill `target` from the file descriptor `file` at `position` (os.preadv: no shared file
-    offset, so threads read one file at once); EOFError if the file ends first."""
-    view = memoryview(target)  # type: ignore[arg-type]
-    done = 0
-    while done < len(view):
-        count = os.preadv(file, [view[done:]], position + done)
-        if count == 0:
-            raise EOFError(
-                f"the file ends at byte {position + done}, {len(view) - done} bytes short"
-            )
-        done += count
 
 
 def _bytes_of(array: npt.NDArray[Any]) -> npt.NDArray[np.uint8]:
@@ -196,8 +147,10 @@ class Stager(Closeable):
             raise ValueError(
                 f"upload_memory must be one of {', '.join(UPLOAD_MEMORY)}, got {upload_memory!r}"
             )
-        if file_ring not in FILE_RINGS:
-            raise ValueError(f"file_ring must be one of {', '.join(FILE_RINGS)}, got {file_ring!r}")
+        if file_ring not in file_regions.FILE_RINGS:
+            raise ValueError(
+                f"file_ring must be one of {', '.join(file_regions.FILE_RINGS)}, got {file_ring!r}"
+            )
         self.file_ring = file_ring
         self.threads = threads or min(MAX_THREADS, os.cpu_count() or 1)
         slots = slots or max(3, 2 * self.threads)
@@ -523,9 +476,10 @@ class Stager(Closeable):
         """Copy each region of a file into the start of its allocation, with no host copy but
         the read itself: host threads read chunks (os.preadv, without the GIL) straight into
         the mapped chunks of the staging ring while the device copies the chunks read before,
-        one command buffer and fence per chunk, every region's chunks in one pipeline. The
-        ring is the readback ring (HOST_CACHED where the device has it, so `inspect` reads it
-        fast, and downloads share its memory). A region whose allocation is itself mapped
+        every region's chunks in one pipeline. The ring is the readback ring (HOST_CACHED
+        where the device has it, so `inspect` reads it fast, and downloads share its memory),
+        or with file_ring="imported" anonymous host memory that each chunk's first reader
+        imports (gpulab.memory.ring.ImportedChunk). A region whose allocation is itself mapped
         (integrated GPUs, lavapipe; a discrete GPU's VRAM behind a resizable BAR) is read
         straight into it, with no ring, no copy and no pinned memory to allocate; unless it
         is uncached memory that its `inspect` would read back.
@@ -544,42 +498,10 @@ class Stager(Closeable):
         total = sum(region.nbytes for region in regions)
         if total == 0:
             return
-        chunk = min(self.chunk_bytes, FILE_CHUNK, self.chunk_for(total))
-        # The regions read straight into their mapped memory, and those through the ring.
-        straight_regions: list[int] = []
-        ringed_regions: list[int] = []
-        for index, region in enumerate(regions):
-            if region.nbytes == 0:
-                continue  # nothing to read, nor to count
-            mapped = region.allocation.host_visible
-            cached = region.allocation.memory_type.property_flags & HOST_CACHED
-            way = (
-                straight_regions
-                if mapped and (cached or region.inspect is None)
-                else ringed_regions
-            )
-            way.append(index)
-
-        def chunks_of(indices: list[int]) -> list[tuple[int, int, int]]:
-            """(region index, start in the region, size) of each chunk of those regions."""
-            return [
-                (index, start, min(chunk, regions[index].nbytes - start))
-                for index in indices
-                for start in range(0, regions[index].nbytes, chunk)
-            ]
-
-        def read(index: int, start: int, piece: npt.NDArray[np.uint8]) -> int:
-            region = regions[index]
-            try:
-                _read_exactly(region.file, piece, region.offset + start)
-            except (EOFError, OSError) as exc:
-                raise RegionReadError(index, exc) from exc
-            if region.inspect is not None:
-                region.inspect(piece, start)
-            return piece.size
-
+        chunk = min(self.chunk_bytes, file_regions.FILE_CHUNK, self.chunk_for(total))
+        straight_regions, ringed_regions = file_regions.split_ways(regions)
         if straight_regions:
-            straight = chunks_of(straight_regions)
+            straight = file_regions.chunks_of(regions, straight_regions, chunk)
             # Mapped here, once per region: a memory's first view maps it (vkMapMemory), which
             # the reading threads must not do at once.
             views = {
@@ -589,24 +511,29 @@ class Stager(Closeable):
 
             def read_straight(i: int) -> int:
                 index, start, size = straight[i]
-                return read(index, start, views[index][start : start + size])
+                return read_chunk(regions, index, start, views[index][start : start + size])
 
             nbytes = sum(regions[index].nbytes for index in straight_regions)
             self._each(len(straight), read_straight, nbytes)
             self.counts["upload"]["file_direct"] += len(straight_regions)
         if ringed_regions:
-            ringed = chunks_of(ringed_regions)
+            ringed = file_regions.chunks_of(regions, ringed_regions, chunk)
             nbytes = sum(regions[index].nbytes for index in ringed_regions)
-            kind = "imported" if self._imports_file_ring() else "readback"
-            most = IMPORTED_RING_CHUNKS if kind == "imported" else FILE_RING_CHUNKS
-            ring, chunk = self._ring(kind, nbytes, chunk=chunk, most=min(most, self.threads + 2))
+            imported = self._imports_file_ring()
+            most = file_regions.IMPORTED_RING_CHUNKS if imported else file_regions.FILE_RING_CHUNKS
+            ring, chunk = self._ring(
+                "imported" if imported else "readback",
+                nbytes,
+                chunk=chunk,
+                most=min(most, self.threads + 2),
+            )
 
             def fill(i: int) -> int:
                 slot = ring[i % len(ring)]
                 self._wait(slot)  # the copy that last used this chunk is done
                 index, start, size = ringed[i]
-                done = read(index, start, slot.view[:size])
-                if kind == "imported":
+                done = read_chunk(regions, index, start, slot.view[:size])
+                if imported:
                     slot.import_pages(self._importer)
                 return done
 
