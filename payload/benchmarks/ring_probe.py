@@ -3,7 +3,7 @@ in a new process, and where a kept ring's 512 MiB upload spends its time.
 
     PYTHONPATH=payload/src python3 payload/benchmarks/ring_probe.py setup MODE MIB
     PYTHONPATH=payload/src python3 payload/benchmarks/ring_probe.py timeline [MIB]
-    PYTHONPATH=payload/src python3 payload/benchmarks/ring_probe.py cold pinned|imported RING [MIB]
+    PYTHONPATH=payload/src python3 payload/benchmarks/ring_probe.py cold KIND RING [MIB [CHUNK]]
 
 `setup` (each MODE in a new process, as a run pays it): MIB of staging memory as the Stager's
 pinned readback memory (one allocation); or as anonymous host memory whose pages are
@@ -20,8 +20,9 @@ Then the same with the reads taken out (the chunks' bytes already in the ring): 
 submissions and copies alone cost. Rings of pinned memory (the readback ring) and of
 imported host memory (Stager(file_ring="imported")).
 
-`cold` (each in a new process): the first upload of MIB (default 512) through a file ring of
-RING chunks, its setup included as in a run's upload_ms, then a second through the kept ring.
+`cold` (each in a new process): the first upload of MIB (default 512) through a file ring
+(KIND pinned or imported) of RING chunks of CHUNK MiB (default 8), its setup included as in
+a run's upload_ms, then a second through the kept ring.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ RINGS = (
     (16, 8, 10, "imported"),
     (16, 8, 18, "imported"),
     (16, 16, 10, "imported"),
+    (16, 4, 18, "imported"),
+    (16, 2, 18, "imported"),
 )
 """(threads, chunk MiB, ring chunks, file ring) of the timelines."""
 
@@ -235,13 +238,15 @@ def timeline(mib: int) -> None:
         os.unlink(PATH)
 
 
-def cold(kind: str, slots: int, mib: int) -> None:
-    """A new process's first upload through a `kind` file ring of `slots` chunks (its setup
-    included, as a run's upload_ms has it), then a second through the kept ring."""
+def cold(kind: str, slots: int, mib: int, chunk_mib: int) -> None:
+    """A new process's first upload through a `kind` file ring of `slots` chunks of
+    `chunk_mib` MiB (its setup included, as a run's upload_ms has it), then a second through
+    the kept ring."""
     nbytes = mib << 20
     np.random.default_rng(0).random(nbytes // 4, dtype=np.float32).tofile(PATH)
     file = os.open(PATH, os.O_RDONLY)
     file_regions.FILE_RING_CHUNKS = file_regions.IMPORTED_RING_CHUNKS = slots
+    file_regions.FILE_CHUNK = chunk_mib << 20
     try:
         with DeviceSession(0) as session:
             plain = session.manager.allocate(nbytes, "device", label="plain VRAM")
@@ -255,11 +260,12 @@ def cold(kind: str, slots: int, mib: int) -> None:
                 stats = stager.stats()
             rate = copy_engine_gbps(session, plain, nbytes, 3)["h2d_cached"]
             floor = nbytes / (rate * 1e9) * 1e3
+            alloc_ms, import_ms = stats["staging_alloc_ms"], stats["staging_import_ms"]
             print(
-                f"cold {kind} ring of {slots}, {mib} MiB: first upload {first:.1f} ms = "
-                f"{first / floor:.2f}x (ring: allocation {stats['staging_alloc_ms']:.1f} ms, "
-                f"imports {stats['staging_import_ms']:.1f} ms, {stats['staging_bytes'] >> 20} "
-                f"MiB), again {again:.1f} ms = {again / floor:.2f}x; copy engine {rate:.1f} GB/s",
+                f"cold {kind} ring of {slots} x {chunk_mib} MiB, {mib} MiB: first upload "
+                f"{first:.1f} ms = {first / floor:.2f}x (ring: allocation {alloc_ms:.1f} ms, "
+                f"imports {import_ms:.1f} ms, {stats['staging_bytes'] >> 20} MiB), again "
+                f"{again:.1f} ms = {again / floor:.2f}x; copy engine {rate:.1f} GB/s",
                 flush=True,
             )
     finally:
@@ -271,6 +277,7 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["setup"]:
         setup(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1:2] == ["cold"]:
-        cold(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 512)
+        sizes = [int(arg) for arg in sys.argv[4:6]]
+        cold(sys.argv[2], int(sys.argv[3]), *(sizes + [512, 8][len(sizes) :]))
     else:
         timeline(int(sys.argv[2]) if len(sys.argv) > 2 else 512)
