@@ -11,9 +11,7 @@
 // (four rows at one depth: four scalar loads, BK invocations in a row reading BK consecutive
 // floats of each row) and one of B's, so the staging costs few registers and no invocation
 // waits on another's larger share. A's rows are padded by one vec4, which spreads the stores
-// over more banks; with A_PAD 0 (packed tiles, plan spelling `p`) they are not, so that a
-// 16-deep panel of a 128 x 256 block fits 48 KiB (NVIDIA's limit), the stores then conflicting
-// once per panel while the multiply's loads stay as they are.
+// over more banks.
 //
 // With SUBGROUP_TILES, the invocations of each 32-wide subgroup take an 8 x 4 patch of the
 // TX x TY grid instead of two rows of it, so that a subgroup's shared loads are fewer distinct
@@ -53,7 +51,6 @@
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 2) const uint BK = 8;
 layout(constant_id = 3) const bool SUBGROUP_TILES = false;
-layout(constant_id = 6) const uint A_PAD = 1;  // vec4s of padding per row of a_panel: 1 or 0
 #if MATMUL_SPLIT
 layout(constant_id = 4) const bool STAGED_STORES = false;
 layout(constant_id = 5) const uint NC = 2;  // column groups of 4 per invocation: 2 or 4
@@ -68,7 +65,7 @@ const uint BN = 4 * NC * TX;
 #else
 const uint BN = 8 * TX;
 #endif
-const uint A_STRIDE = BM / 4 + A_PAD;  // vec4s per row of a_panel (A_PAD of padding)
+const uint A_STRIDE = BM / 4 + 1;  // vec4s per row of a_panel (one of padding)
 const uint B_STRIDE = BN / 4;      // vec4s per row of b_panel
 const uint A_UNITS = (BM / 4) * BK;  // vec4s of A per panel: 4 rows at one depth
 const uint B_UNITS = BK * (BN / 4);        // vec4s of B per panel
