@@ -3,6 +3,7 @@ boundaries, both ways; device memory the host cannot map always goes through the
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +215,32 @@ def test_a_file_region_is_read_straight_into_mapped_cached_memory(
         assert stager.counts["upload"]["file_direct"] == 1
         assert "readback" not in stager._rings
         target.free()
+
+
+@pytest.mark.usefixtures("unmappable_device_memory")
+def test_a_slow_chunk_holds_up_only_its_own_slot(device: Device, tmp_path: Path) -> None:
+    """Chunks are copied in the order their reads end: while the first chunk's read is slow,
+    the other slots go on through the rest of the region, and everything lands."""
+    body = np.random.default_rng(9).bytes(8 * CHUNK)
+    path = _file_of(tmp_path, body)
+    ended: list[int] = []
+
+    def inspect(chunk: Any, start: int) -> None:
+        if start == 0:
+            time.sleep(0.5)
+        ended.append(start // CHUNK)
+
+    with (
+        MemoryManager(device) as manager,
+        Stager(manager, chunk_bytes=CHUNK, slots=3, threads=3, threaded_from=0) as stager,
+        path.open("rb") as stream,
+    ):
+        target = manager.allocate(len(body))
+        stager.upload_file(stream.fileno(), 0, len(body), target, inspect)
+        assert stager.download(target, len(body), np.uint8).tobytes() == body
+        target.free()
+    assert sorted(ended) == list(range(8))
+    assert ended[-1] == 0  # the other two slots took all seven other chunks meanwhile
 
 
 @pytest.mark.usefixtures("unmappable_device_memory")

@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -82,11 +82,12 @@ UPLOAD_MEMORY = {"write_combined": "upload", "cached": "readback"}
 """Stager(upload_memory=...) -> the memory kind of the upload ring."""
 
 
-def _settle(futures: dict[int, Future[Any]]) -> None:
+def _settle(futures: Iterable[Future[Any]]) -> None:
     """Cancel what has not started and wait for the rest (after an error part-way)."""
-    for future in futures.values():
+    waiting = list(futures)
+    for future in waiting:
         future.cancel()
-    wait(list(futures.values()))
+    wait(waiting)
 
 
 def combine_stager_stats(stagers: list[dict[str, Any]]) -> dict[str, Any]:
@@ -397,8 +398,7 @@ class Stager(Closeable):
         ring, chunk = self._ring("upload", source.size)
         starts = range(0, source.size, chunk)
 
-        def fill(index: int) -> int:
-            slot = ring[index % len(ring)]
+        def fill(index: int, slot: Any) -> int:
             self._wait(slot)  # the copy that last used this chunk is done
             piece = source[starts[index] : starts[index] + chunk]
             np.copyto(slot.view[: piece.size], piece)
@@ -410,15 +410,21 @@ class Stager(Closeable):
         self,
         ring: list[Any],
         targets: list[tuple[Allocation, int]],
-        fill: Callable[[int], int],
+        fill: Callable[[int, Any], int],
         nbytes: int,
     ) -> None:
-        """Chunk i of an upload is filled by `fill(i)` (the bytes it put into its slot) and
-        copied to targets[i] (an allocation and the offset in it); with host threads, the
-        next chunks fill while the device copies."""
+        """Chunk i of an upload is filled by `fill(i, slot)` into a slot of `ring` (the bytes
+        it put there; it first waits for the slot's previous copy) and copied to targets[i]
+        (an allocation and the offset in it); with host threads, the next chunks fill while
+        the device copies.
 
-        def copy(index: int, size: int) -> Copy:
-            slot = ring[index % len(ring)]
+        The threads' chunks are copied in the order their fills end, not in chunk order: every
+        chunk has a target of its own, and a slot whose copy is submitted takes the next
+        chunk at once, so one slow read holds up its own slot only. The fills that ended
+        together go in one submission.
+        """
+
+        def copy(index: int, slot: Any, size: int) -> Copy:
             target, at = targets[index]
             source, offset = slot.source
             return Copy(slot, source, target, size, offset, at)
@@ -428,24 +434,29 @@ class Stager(Closeable):
         try:
             if executor is None:
                 for index in range(count):
-                    self._copies.submit([copy(index, fill(index))])
+                    slot = ring[index % len(ring)]
+                    self._copies.submit([copy(index, slot, fill(index, slot))])
                 return
-            # Threads fill different chunks at once; each fill waits for its chunk's previous
-            # copy. Chunks are submitted in order as their fills complete: the next one in
-            # order with those after it that are filled already, in one submission.
-            futures = {i: executor.submit(fill, i) for i in range(min(len(ring), count))}
+            futures: dict[Future[int], tuple[int, Any]] = {}
+
+            def start(index: int, slot: Any) -> None:
+                futures[executor.submit(fill, index, slot)] = (index, slot)
+
+            for index, slot in enumerate(ring[:count]):
+                start(index, slot)
+            following = len(futures)
             try:
-                index = 0
-                while index < count:
-                    batch = [copy(index, futures.pop(index).result())]
-                    while index + len(batch) in futures and futures[index + len(batch)].done():
-                        after = index + len(batch)
-                        batch.append(copy(after, futures.pop(after).result()))
+                while futures:
+                    done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                    batch = []
+                    for future in done:
+                        index, slot = futures.pop(future)
+                        batch.append(copy(index, slot, future.result()))
                     self._copies.submit(batch)
-                    for sent in range(index, index + len(batch)):
-                        if sent + len(ring) < count:
-                            futures[sent + len(ring)] = executor.submit(fill, sent + len(ring))
-                    index += len(batch)
+                    for sent in batch:
+                        if following < count:
+                            start(following, sent.chunk)
+                            following += 1
             finally:
                 _settle(futures)
         finally:
@@ -528,8 +539,7 @@ class Stager(Closeable):
                 most=min(most, self.threads + 2),
             )
 
-            def fill(i: int) -> int:
-                slot = ring[i % len(ring)]
+            def fill(i: int, slot: Any) -> int:
                 self._wait(slot)  # the copy that last used this chunk is done
                 index, start, size = ringed[i]
                 done = read_chunk(regions, index, start, slot.view[:size])
@@ -562,7 +572,7 @@ class Stager(Closeable):
             for index in range(count):
                 futures.pop(index).result()
         finally:
-            _settle(futures)
+            _settle(futures.values())
 
     # Download ---------------------------------------------------------------------------
 
@@ -662,7 +672,7 @@ class Stager(Closeable):
                     request(index + len(ring))
                     futures[index + len(ring)] = executor.submit(drain, index + len(ring))
         finally:
-            _settle(futures)
+            _settle(futures.values())
         for slot in ring:
             self._wait(slot)
 
