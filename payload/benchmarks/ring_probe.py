@@ -51,17 +51,20 @@ HUGE = 2 << 20
 RINGS = (
     (16, 8, 10, "pinned"),
     (16, 8, 18, "pinned"),
-    (16, 8, 10, "imported"),
     (16, 8, 18, "imported"),
-    (16, 16, 10, "imported"),
     (16, 4, 18, "imported"),
-    (16, 2, 18, "imported"),
+    (16, 16, 10, "imported"),
 )
 """(threads, chunk MiB, ring chunks, file ring) of the timelines."""
 
 
 def ms_since(start: float) -> float:
     return (time.perf_counter() - start) * 1e3
+
+
+def touch(array: np.ndarray, i: int, step: int) -> None:
+    """Write a byte of each page of the i-th `step` bytes of `array`."""
+    array[i * step : (i + 1) * step : PAGE] = 0
 
 
 def engine_rate(session: DeviceSession, source: Any, nbytes: int) -> float:
@@ -110,11 +113,8 @@ def setup(mode: str, mib: int) -> None:
         if mode in ("imported", "huge"):
             step = nbytes // THREADS
 
-            def touch(i: int, array: np.ndarray = array) -> None:
-                array[i * step : (i + 1) * step : PAGE] = 0
-
             with ThreadPoolExecutor(THREADS) as pool:
-                list(pool.map(touch, range(THREADS)))
+                list(pool.map(touch, [array] * THREADS, range(THREADS), [step] * THREADS))
         touched = ms_since(start)
         start = time.perf_counter()
         imported = importer.import_array(array)
