@@ -4,6 +4,7 @@ submission that last copied it, reused submissions and waiting threads stay corr
 
 from __future__ import annotations
 
+import mmap
 import threading
 from collections.abc import Iterator
 
@@ -11,7 +12,15 @@ import numpy as np
 import pytest
 from gpulab.memory import MemoryManager
 from gpulab.memory.host_import import HostImporter
-from gpulab.memory.ring import IN_FLIGHT, Copies, Copy, ImportedChunk, PinnedChunk
+from gpulab.memory.ring import (
+    HUGE_PAGE,
+    IN_FLIGHT,
+    Copies,
+    Copy,
+    HostBlock,
+    ImportedChunk,
+    PinnedChunk,
+)
 from gpulab.vk import CommandPool, Device
 
 CHUNK = 1 << 16
@@ -90,23 +99,40 @@ def test_submissions_are_reused_and_stale_waits_return(
         chunk.release()
 
 
-def test_an_imported_chunk_is_imported_once(
+def test_an_imported_ring_is_one_block_touched_then_imported(
     parts: tuple[MemoryManager, Copies], device: Device
 ) -> None:
+    """Its chunks are slices of one host block, imported once after every page was touched;
+    the block goes when its last chunk does."""
     manager, copies = parts
     importer = HostImporter(device)
     if not importer.usable:
         pytest.skip(f"{device.info.name} cannot import host memory")
-    chunk = ImportedChunk.anonymous(CHUNK)
-    target = manager.allocate(CHUNK, "readback")
-    chunk.view[:] = 7
-    chunk.import_pages(importer)
-    imported = chunk.imported
-    chunk.import_pages(importer)
-    assert chunk.imported is imported and chunk.import_s > 0.0
-    source, offset = chunk.source
-    copies.submit([Copy(chunk, source, target, CHUNK, offset, 0)])
-    copies.wait(chunk)
-    assert np.all(target.read(np.uint8, CHUNK) == 7)
+    touched: list[int] = []
+
+    def touch(view: np.ndarray) -> None:
+        view[:: mmap.PAGESIZE] = 0
+        touched.append(view.size)
+
+    block = HostBlock(3 * CHUNK, importer, touch)
+    assert touched == [3 * CHUNK] and block.setup_s > 0.0
+    assert int(block.view.ctypes.data) % HUGE_PAGE == 0
+    chunks = ImportedChunk.ring(block, 3, CHUNK)
+    target = manager.allocate(3 * CHUNK, "readback")
+    for number, chunk in enumerate(chunks):
+        chunk.view[:] = number + 1
+    batch = []
+    for number, chunk in enumerate(chunks):
+        source, offset = chunk.source
+        batch.append(Copy(chunk, source, target, CHUNK, offset, number * CHUNK))
+    copies.submit(batch)
+    for chunk in chunks:
+        copies.wait(chunk)
+    landed = target.read(np.uint8, 3 * CHUNK).reshape(3, CHUNK)
+    assert [set(row.tolist()) for row in landed] == [{1}, {2}, {3}]
     target.free()
-    chunk.release()
+    for chunk in chunks[:2]:
+        chunk.release()
+    assert block.users == 1 and block.view.size == 3 * CHUNK
+    chunks[2].release()
+    assert block.users == 0 and block.view.size == 0

@@ -194,6 +194,30 @@ def test_a_file_region_streams_through_the_ring(
     assert sorted(seen) == [(at, body[at : at + CHUNK]) for at in range(0, len(body), CHUNK)]
 
 
+@pytest.mark.usefixtures("unmappable_device_memory")
+def test_an_imported_ring_is_made_again_whole_to_grow(device: Device, tmp_path: Path) -> None:
+    body = np.random.default_rng(10).bytes(5 * CHUNK)
+    path = _file_of(tmp_path, body)
+    with (
+        MemoryManager(device) as manager,
+        Stager(
+            manager, chunk_bytes=CHUNK, slots=3, threads=3, threaded_from=0, file_ring="imported"
+        ) as stager,
+        path.open("rb") as stream,
+    ):
+        target = manager.allocate(len(body))
+        stager.upload_file(stream.fileno(), 0, CHUNK, target)
+        first = stager._rings["imported"]
+        assert len(first) == 1
+        stager.upload_file(stream.fileno(), 0, len(body), target)
+        grown = stager._rings["imported"]
+        assert len(grown) == 3 and grown[0].block is not first[0].block
+        assert first[0].block.users == 0  # the first block is gone
+        assert {chunk.block for chunk in grown} == {grown[0].block}
+        assert stager.download(target, len(body), np.uint8).tobytes() == body
+        target.free()
+
+
 def test_a_file_ring_must_be_named(device: Device) -> None:
     with MemoryManager(device) as manager, pytest.raises(ValueError, match="file_ring must be"):
         Stager(manager, file_ring="mapped")

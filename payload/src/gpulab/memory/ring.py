@@ -1,8 +1,8 @@
 """A staging ring's chunks, and the submissions that copy them (the Stager's pipelines).
 
 A chunk is mapped host memory that the device copies from or into: pinned memory from the
-MemoryManager (`PinnedChunk`), or anonymous host memory imported with
-VK_EXT_external_memory_host after its first fill (`ImportedChunk.import_pages`).
+MemoryManager (`PinnedChunk`), or a slice of anonymous host memory imported at once with
+VK_EXT_external_memory_host (`HostBlock`, `ImportedChunk`).
 
 `Copies` records and submits copies between chunks and device buffers, several chunks'
 copies in one command buffer and one vkQueueSubmit where the caller has them ready at once:
@@ -14,16 +14,18 @@ again since is done already).
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from gpulab.memory.host_import import HostImporter, ImportedArray
+from gpulab.memory.host_import import HostImporter
 from gpulab.memory.manager import Allocation
 from gpulab.vk import CommandBuffer, CommandPool, Fence
 
@@ -78,45 +80,79 @@ class PinnedChunk:
         self.allocation.free()
 
 
+HUGE_PAGE = 2 << 20
+"""A host block starts on this boundary, so that transparent huge pages can back it."""
+
+
+class HostBlock:
+    """Anonymous host memory imported as one device buffer (VK_EXT_external_memory_host), the
+    memory of an imported ring: pinning pages that exist is cheap, so the block's pages are
+    first touched on the host threads (`touch`, in huge pages where the kernel gives them),
+    then imported at once. On the H100, 80 MiB so: 8 ms, against 23-68 ms to allocate as much
+    pinned memory (docs/benchmarks.md, 7 Dec 21:01). Closed by its last chunk."""
+
+    def __init__(
+        self,
+        nbytes: int,
+        importer: HostImporter,
+        touch: Callable[[npt.NDArray[np.uint8]], None],
+    ) -> None:
+        start = time.perf_counter()
+        self._memory = mmap.mmap(
+            -1, nbytes + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+        )
+        with contextlib.suppress(AttributeError, OSError):  # no such advice here: small pages
+            self._memory.madvise(mmap.MADV_HUGEPAGE)
+        whole = np.frombuffer(self._memory, dtype=np.uint8)
+        skip = -int(whole.ctypes.data) % HUGE_PAGE
+        self.view: npt.NDArray[np.uint8] = whole[skip : skip + nbytes]
+        del whole
+        try:
+            touch(self.view)
+            self.imported = importer.import_array(self.view)
+        except BaseException:
+            self.view = np.empty(0, np.uint8)
+            self._memory.close()
+            raise
+        self.setup_s = time.perf_counter() - start
+        """Seconds to map, touch and import it."""
+        self.users = 0
+
+    def release(self) -> None:
+        """One chunk fewer; the last releases the import and the memory."""
+        self.users -= 1
+        if self.users == 0:
+            self.imported.close()
+            self.view = np.empty(0, np.uint8)
+            self._memory.close()
+
+
 @dataclass
 class ImportedChunk:
-    """A chunk of anonymous host memory, imported when first filled (`import_pages`): the
-    first read into it faults its pages in, and importing then pins pages that are there, on
-    the thread that read them, while other threads read other chunks. Importing costs a
-    small share of allocating pinned memory on NVIDIA's driver (docs/benchmarks.md)."""
+    """A chunk of a HostBlock: bytes [offset, offset + size) of it."""
 
-    memory: mmap.mmap
+    block: HostBlock
+    offset: int
     view: npt.NDArray[np.uint8]
     copied_by: tuple[_Submission, int] | None = None
-    imported: ImportedArray | None = None
-    import_s: float = 0.0
 
     @classmethod
-    def anonymous(cls, size: int) -> ImportedChunk:
-        memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        return cls(memory, np.frombuffer(memory, dtype=np.uint8))
-
-    def import_pages(self, importer: HostImporter) -> None:
-        """Import the chunk's pages, once (call after its first fill)."""
-        if self.imported is None:
-            start = time.perf_counter()
-            self.imported = importer.import_array(self.view)
-            self.import_s = time.perf_counter() - start
+    def ring(cls, block: HostBlock, count: int, size: int) -> list[ImportedChunk]:
+        """`count` chunks of `size` bytes, the block's first count * size bytes."""
+        block.users += count
+        return [cls(block, i * size, block.view[i * size : (i + 1) * size]) for i in range(count)]
 
     @property
     def source(self) -> tuple[Any, int]:
-        assert self.imported is not None, "a chunk is imported when first filled"
-        return self.imported, self.imported.offset
+        return self.block.imported, self.block.imported.offset + self.offset
 
     @property
     def size(self) -> int:
         return self.view.size
 
     def release(self) -> None:
-        if self.imported is not None:
-            self.imported.close()
         del self.view
-        self.memory.close()
+        self.block.release()
 
 
 Chunk = PinnedChunk | ImportedChunk

@@ -36,6 +36,7 @@ the import costs more than staging saves).
 
 from __future__ import annotations
 
+import mmap
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -50,7 +51,7 @@ from gpulab.memory.file_regions import FileRegion, RegionReadError, read_chunk
 from gpulab.memory.host_import import HostImporter, ImportedArray
 from gpulab.memory.manager import Allocation, MemoryManager
 from gpulab.memory.pinned import Pin, PinnedArray, pinned_location
-from gpulab.memory.ring import Chunk, Copies, Copy, ImportedChunk, PinnedChunk
+from gpulab.memory.ring import HUGE_PAGE, Chunk, Copies, Copy, HostBlock, ImportedChunk, PinnedChunk
 from gpulab.vk import Closeable, CommandBuffer, CommandPool, Fence
 from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
 from gpulab.vk.memory import HOST_CACHED
@@ -109,6 +110,11 @@ def combine_stager_stats(stagers: list[dict[str, Any]]) -> dict[str, Any]:
             for path, count in counts.items():
                 into[path] = into.get(path, 0) + count
     return total
+
+
+def _touch_pages(memory: npt.NDArray[np.uint8]) -> None:
+    """Write a zero into each page of `memory` (its first touch faults the page in)."""
+    memory[:: mmap.PAGESIZE] = 0
 
 
 def _bytes_of(array: npt.NDArray[Any]) -> npt.NDArray[np.uint8]:
@@ -188,6 +194,8 @@ class Stager(Closeable):
         self.staging_alloc_s = 0.0
         """Seconds spent allocating ring chunks (a driver that pins host memory when it is
         allocated, as NVIDIA's does, takes about as long as a copy of it)."""
+        self.staging_import_s = 0.0
+        """Seconds spent making imported rings (touching their pages, importing them)."""
         manager.attach("transfers", self, combine_stager_stats)
 
     # Host copies ------------------------------------------------------------------------
@@ -230,24 +238,40 @@ class Stager(Closeable):
 
         Slots grow to the largest chunk used so far (chunk_bytes at most), and the ring to the
         most chunks one transfer had (`slot_count` at most): small transfers do not pin
-        slots * chunk_bytes of staging memory.
+        slots * chunk_bytes of staging memory. An imported ring is one block of host memory,
+        made again whole when it must grow.
         """
         wanted = chunk or self.chunk_for(nbytes)
         count = min(most or self.slot_count, self.slot_count, -(-nbytes // wanted))
         ring = self._rings.get(kind, [])
-        if ring and ring[0].size < wanted:
+        if ring and (ring[0].size < wanted or (kind == "imported" and len(ring) < count)):
             count = max(count, len(ring))
+            size = max(ring[0].size, wanted)
             self._release(ring)
             ring = []
-        size = ring[0].size if ring else wanted
+        else:
+            size = ring[0].size if ring else wanted
+        if kind == "imported" and not ring:
+            assert self._importer is not None, "_imports_file_ring() made the importer"
+            block = HostBlock(count * size, self._importer, self._touch)
+            self.staging_import_s += block.setup_s
+            ring = ImportedChunk.ring(block, count, size)
         while len(ring) < count:
             ring.append(self._slot(kind, size))
         self._rings[kind] = ring
         return ring, wanted
 
+    def _touch(self, view: npt.NDArray[np.uint8]) -> None:
+        """Fault in every page of `view` (an imported ring's block) on the host threads, a
+        whole number of huge pages each."""
+        executor = self._threads_for(view.size)
+        if executor is None:
+            _touch_pages(view)
+            return
+        step = -(-view.size // self.threads // HUGE_PAGE) * HUGE_PAGE
+        list(executor.map(_touch_pages, [view[at : at + step] for at in range(0, view.size, step)]))
+
     def _slot(self, kind: str, size: int) -> Chunk:
-        if kind == "imported":
-            return ImportedChunk.anonymous(size)
         memory_kind = UPLOAD_MEMORY[self.upload_memory] if kind == "upload" else kind
         start = time.perf_counter()
         allocation = self.manager.allocate(
@@ -489,11 +513,11 @@ class Stager(Closeable):
         the mapped chunks of the staging ring while the device copies the chunks read before,
         every region's chunks in one pipeline. The ring is the readback ring (HOST_CACHED
         where the device has it, so `inspect` reads it fast, and downloads share its memory),
-        or with file_ring="imported" anonymous host memory that each chunk's first reader
-        imports (gpulab.memory.ring.ImportedChunk). A region whose allocation is itself mapped
-        (integrated GPUs, lavapipe; a discrete GPU's VRAM behind a resizable BAR) is read
-        straight into it, with no ring, no copy and no pinned memory to allocate; unless it
-        is uncached memory that its `inspect` would read back.
+        or with file_ring="imported" one block of anonymous host memory, its pages touched on
+        the host threads and imported at once (gpulab.memory.ring.HostBlock). A region whose
+        allocation is itself mapped (integrated GPUs, lavapipe; a discrete GPU's VRAM behind a
+        resizable BAR) is read straight into it, with no ring, no copy and no pinned memory
+        to allocate; unless it is uncached memory that its `inspect` would read back.
 
         A region's `inspect(chunk, start)` sees each of its chunks after the read, on the
         thread that read it (`start`: the chunk's byte offset in the region); what it raises
@@ -542,10 +566,7 @@ class Stager(Closeable):
             def fill(i: int, slot: Any) -> int:
                 self._wait(slot)  # the copy that last used this chunk is done
                 index, start, size = ringed[i]
-                done = read_chunk(regions, index, start, slot.view[:size])
-                if imported:
-                    slot.import_pages(self._importer)
-                return done
+                return read_chunk(regions, index, start, slot.view[:size])
 
             targets = [(regions[index].allocation, start) for index, start, _ in ringed]
             self._pipeline(ring, targets, fill, nbytes)
@@ -724,10 +745,7 @@ class Stager(Closeable):
             "registered_bytes": sum(whole.nbytes for whole, _ in self._registered.values()),
             "staging_bytes": sum(slot.size for ring in self._rings.values() for slot in ring),
             "staging_alloc_ms": self.staging_alloc_s * 1e3,
-            "staging_import_ms": sum(
-                slot.import_s for slot in self._rings.get("imported", ()) if slot.imported
-            )
-            * 1e3,
+            "staging_import_ms": self.staging_import_s * 1e3,
             "transfers": {direction: dict(counts) for direction, counts in self.counts.items()},
         }
 
