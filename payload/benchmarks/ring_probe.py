@@ -4,6 +4,7 @@ in a new process, and where a kept ring's 512 MiB upload spends its time.
     PYTHONPATH=payload/src python3 payload/benchmarks/ring_probe.py setup MODE MIB
     PYTHONPATH=payload/src python3 payload/benchmarks/ring_probe.py timeline [MIB]
     PYTHONPATH=payload/src python3 payload/benchmarks/ring_probe.py cold KIND RING [MIB [CHUNK]]
+    PYTHONPATH=payload/src python3 payload/benchmarks/ring_probe.py colddown KIND [MIB]
 
 `setup` (each MODE in a new process, as a run pays it): MIB of staging memory as the Stager's
 pinned readback memory (one allocation); or as anonymous host memory whose pages are
@@ -18,11 +19,13 @@ upload's ms, then per chunk the read's ms and GB/s, the submission's us, the tim
 waited for its previous copy, and how long the submitting thread waited for the next chunk.
 Then the same with the reads taken out (the chunks' bytes already in the ring): what the
 submissions and copies alone cost. Rings of pinned memory (the readback ring) and of
-imported host memory (Stager(file_ring="imported")).
+imported host memory (Stager(readback_memory="imported")).
 
 `cold` (each in a new process): the first upload of MIB (default 512) through a file ring
 (KIND pinned or imported) of RING chunks of CHUNK MiB (default 8), its setup included as in
-a run's upload_ms, then a second through the kept ring.
+a run's upload_ms, then a second through the kept ring. `colddown` (each in a new process):
+the same for a staged download of MIB MiB from plain VRAM through a readback ring of KIND
+memory, as `gpulab run --full` reads large results.
 """
 
 from __future__ import annotations
@@ -218,7 +221,7 @@ def timeline(mib: int) -> None:
                     threads=threads,
                     slots=slots,
                     chunk_bytes=max(chunk << 20, staging.CHUNK_BYTES),
-                    file_ring=kind,
+                    readback_memory=kind,
                 ) as stager:
                     stager.upload_file(file, 0, nbytes, plain)  # the ring, allocated
                     for skip in (False, True, False):
@@ -250,7 +253,7 @@ def cold(kind: str, slots: int, mib: int, chunk_mib: int) -> None:
     try:
         with DeviceSession(0) as session:
             plain = session.manager.allocate(nbytes, "device", label="plain VRAM")
-            with session.open_stager(file_ring=kind) as stager:
+            with session.open_stager(readback_memory=kind) as stager:
                 start = time.perf_counter()
                 stager.upload_file(file, 0, nbytes, plain)
                 first = ms_since(start)
@@ -273,8 +276,41 @@ def cold(kind: str, slots: int, mib: int, chunk_mib: int) -> None:
         os.unlink(PATH)
 
 
+def cold_download(kind: str, mib: int) -> None:
+    """A new process's first staged download of MIB MiB from plain VRAM through a readback
+    ring of `kind` memory (its setup included, as `gpulab run --full` pays it), then a
+    second; the bytes checked."""
+    nbytes = mib << 20
+    data = np.random.default_rng(0).integers(0, 256, nbytes, dtype=np.uint8)
+    with DeviceSession(0) as session:
+        plain = session.manager.allocate(nbytes, "device", label="plain VRAM")
+        with session.open_stager(upload_memory="write_combined") as loader:
+            loader.upload(data, plain)
+        with session.open_stager(readback_memory=kind) as stager:
+            start = time.perf_counter()
+            back = stager.download(plain, nbytes, np.uint8)
+            first = ms_since(start)
+            start = time.perf_counter()
+            stager.download(plain, nbytes, np.uint8, out=back)
+            again = ms_since(start)
+            stats = stager.stats()
+        assert np.array_equal(back, data), "the download differs from the upload"
+        rate = copy_engine_gbps(session, plain, nbytes, 3)["d2h"]
+        floor = nbytes / (rate * 1e9) * 1e3
+        alloc_ms, import_ms = stats["staging_alloc_ms"], stats["staging_import_ms"]
+        print(
+            f"cold download, {kind} readback ring, {mib} MiB: first {first:.1f} ms = "
+            f"{first / floor:.2f}x (ring: allocation {alloc_ms:.1f} ms, imports {import_ms:.1f} "
+            f"ms, {stats['staging_bytes'] >> 20} MiB), again {again:.1f} ms = "
+            f"{again / floor:.2f}x; copy engine d2h {rate:.1f} GB/s",
+            flush=True,
+        )
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["setup"]:
+    if sys.argv[1:2] == ["colddown"]:
+        cold_download(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 512)
+    elif sys.argv[1:2] == ["setup"]:
         setup(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1:2] == ["cold"]:
         sizes = [int(arg) for arg in sys.argv[4:6]]

@@ -16,8 +16,18 @@ from gpulab.vk import Device
 CHUNK = 1 << 16
 
 
-@pytest.mark.parametrize(("path", "threads"), [("staged", 1), ("staged", 3), ("direct", 3)])
-def test_round_trip_across_chunks(device: Device, path: str, threads: int) -> None:
+@pytest.mark.parametrize(
+    ("path", "threads", "readback_memory"),
+    [
+        ("staged", 1, "pinned"),
+        ("staged", 3, "pinned"),
+        ("staged", 3, "imported"),
+        ("direct", 3, "pinned"),
+    ],
+)
+def test_round_trip_across_chunks(
+    device: Device, path: str, threads: int, readback_memory: str
+) -> None:
     data = np.random.default_rng(1).standard_normal((37, 1001)).astype(np.float32)  # 2.3 chunks
     with (
         MemoryManager(device) as manager,
@@ -28,6 +38,7 @@ def test_round_trip_across_chunks(device: Device, path: str, threads: int) -> No
             threads=threads,
             paths={"upload": path, "download": path},
             threaded_from=0,
+            readback_memory=readback_memory,
         ) as stager,
     ):
         # Mappable on every device: either path may serve it, and its mapping checks the upload.
@@ -37,6 +48,8 @@ def test_round_trip_across_chunks(device: Device, path: str, threads: int) -> No
         back = stager.download(target, data.shape)
         np.testing.assert_array_equal(back, data)
         assert stager.counts["upload"][path] == stager.counts["download"][path] == 1
+        if path == "staged":  # the readback went through the ring of that memory
+            assert ("imported" in stager._rings) == (readback_memory == "imported")
         out = np.zeros(100, dtype=np.float32)
         assert stager.download(target, 100, out=out) is out
         np.testing.assert_array_equal(out, data.reshape(-1)[:100])
@@ -147,10 +160,10 @@ def _file_of(tmp_path: Path, data: bytes) -> Path:
 
 
 @pytest.mark.usefixtures("unmappable_device_memory")
-@pytest.mark.parametrize("file_ring", ["pinned", "imported"])
+@pytest.mark.parametrize("readback_memory", ["pinned", "imported"])
 @pytest.mark.parametrize("threads", [1, 3])
 def test_a_file_region_streams_through_the_ring(
-    device: Device, tmp_path: Path, threads: int, file_ring: str
+    device: Device, tmp_path: Path, threads: int, readback_memory: str
 ) -> None:
     """Chunks of a region (not a multiple of the chunk, several rings' worth) read into the
     ring and copied by the device; inspect sees every chunk once, at its offset. The ring is
@@ -167,7 +180,7 @@ def test_a_file_region_streams_through_the_ring(
             slots=2,
             threads=threads,
             threaded_from=0,
-            file_ring=file_ring,
+            readback_memory=readback_memory,
         ) as stager,
         path.open("rb") as stream,
     ):
@@ -184,10 +197,10 @@ def test_a_file_region_streams_through_the_ring(
             back = stager.download(target, len(body), np.uint8)
             assert back.tobytes() == body
         assert stager.counts["upload"]["file"] == 2
-        kind = "readback" if file_ring == "pinned" else "imported"
-        assert len(stager._rings[kind]) == 2  # of `slots`; the readback ring downloads use
+        kind = "readback" if readback_memory == "pinned" else "imported"
+        assert len(stager._rings[kind]) == 2  # of `slots`; the ring downloads use too
         stats = stager.stats()
-        assert stats["staging_bytes"] == 2 * CHUNK * (2 if kind == "imported" else 1)
+        assert stats["staging_bytes"] == 2 * CHUNK
         spent = stats["staging_import_ms"] if kind == "imported" else stats["staging_alloc_ms"]
         assert spent > 0.0
         target.free()
@@ -201,7 +214,12 @@ def test_an_imported_ring_is_made_again_whole_to_grow(device: Device, tmp_path: 
     with (
         MemoryManager(device) as manager,
         Stager(
-            manager, chunk_bytes=CHUNK, slots=3, threads=3, threaded_from=0, file_ring="imported"
+            manager,
+            chunk_bytes=CHUNK,
+            slots=3,
+            threads=3,
+            threaded_from=0,
+            readback_memory="imported",
         ) as stager,
         path.open("rb") as stream,
     ):
@@ -218,9 +236,12 @@ def test_an_imported_ring_is_made_again_whole_to_grow(device: Device, tmp_path: 
         target.free()
 
 
-def test_a_file_ring_must_be_named(device: Device) -> None:
-    with MemoryManager(device) as manager, pytest.raises(ValueError, match="file_ring must be"):
-        Stager(manager, file_ring="mapped")
+def test_the_readback_memory_must_be_named(device: Device) -> None:
+    with (
+        MemoryManager(device) as manager,
+        pytest.raises(ValueError, match="readback_memory must be one of pinned, imported"),
+    ):
+        Stager(manager, readback_memory="mapped")
 
 
 def test_a_file_region_is_read_straight_into_mapped_cached_memory(

@@ -29,9 +29,6 @@ the H200 (payload/benchmarks/npy_upload_sweep.py, docs/benchmarks.md): with 16 t
 chunks in a ring of 10 moved 512 MiB and 2 GiB at 2.11x and 1.63x the copy engine's time
 (4 MiB chunks: 2.95x at both; 2 MiB: 4-5x, each chunk's submission then costs more than
 its copy); a ring of 16 was no better at 512 MiB and twice the pinned memory."""
-FILE_RINGS = ("pinned", "imported")
-"""Stager(file_ring=...): the readback ring's pinned memory, or a block of anonymous host memory
-imported at once (where the device can import host memory; else the pinned ring)."""
 IMPORTED_RING_CHUNKS = 18
 """An imported file ring's chunks at most (threads + 2 at most): importing costs far less than
 allocating pinned memory, so the ring can keep every host thread reading."""
