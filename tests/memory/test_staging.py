@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from gpulab.memory import FileRegion, MemoryManager, RegionReadError, Stager
+from gpulab.memory.host_import import HostImporter
 from gpulab.memory.staging import PROBE_BYTES
 from gpulab.vk import Device
 
@@ -95,7 +96,7 @@ def test_a_short_run_starts_no_threads_and_stages_only_what_it_moves(device: Dev
         chunk = stager.chunk_for(data.nbytes)
         for ring in stager._rings.values():
             assert len(ring) == data.nbytes // chunk
-            assert all(slot.allocation.size == chunk for slot in ring)
+            assert all(slot.size == chunk for slot in ring)
         assert stager._executor is None
         target.free()
 
@@ -236,10 +237,38 @@ def test_an_imported_ring_is_made_again_whole_to_grow(device: Device, tmp_path: 
         target.free()
 
 
+@pytest.mark.usefixtures("unmappable_device_memory")
+def test_a_refused_import_falls_back_to_the_pinned_ring(
+    device: Device, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Host memory the driver will not import after all: the transfer goes through the pinned
+    ring instead, says why in import_refused, and later ones do not try again."""
+    tries: list[int] = []
+
+    def refuse(self: HostImporter, array: np.ndarray) -> None:
+        tries.append(array.size)
+        raise ValueError("no memory type can import these bytes")
+
+    monkeypatch.setattr(HostImporter, "import_array", refuse)
+    data = np.random.default_rng(11).standard_normal(3 * CHUNK // 4).astype(np.float32)
+    with (
+        MemoryManager(device) as manager,
+        Stager(manager, chunk_bytes=CHUNK, slots=2, threads=2, threaded_from=0) as stager,
+    ):
+        target = manager.allocate(data.nbytes)
+        stager.upload(data, target)
+        for _ in range(2):
+            np.testing.assert_array_equal(stager.download(target, data.shape), data)
+        assert stager.import_refused == "ValueError: no memory type can import these bytes"
+        assert len(tries) == 1 and "imported" not in stager._rings
+        assert len(stager._rings["readback"]) == 2
+        target.free()
+
+
 def test_the_readback_memory_must_be_named(device: Device) -> None:
     with (
         MemoryManager(device) as manager,
-        pytest.raises(ValueError, match="readback_memory must be one of pinned, imported"),
+        pytest.raises(ValueError, match="readback_memory must be one of imported, pinned"),
     ):
         Stager(manager, readback_memory="mapped")
 
@@ -332,7 +361,7 @@ def test_regions_of_several_files_share_one_pipeline(
         assert targets[2].read(np.uint8, len(bodies[2])).tobytes() == bodies[2]
         assert stager.counts["upload"]["file"] == 2
         assert stager.counts["upload"]["file_direct"] == 1
-        assert len(stager._rings["readback"]) == 2
+        assert len(stager._rings["imported"]) == 2  # the default readback memory
         for target in targets:
             target.free()
     assert [sorted(at) for at in seen] == [[at for at in range(0, len(b), CHUNK)] for b in bodies]

@@ -98,7 +98,7 @@ class HostBlock:
         touch: Callable[[npt.NDArray[np.uint8]], None],
     ) -> None:
         start = time.perf_counter()
-        self._memory = mmap.mmap(
+        self._memory: mmap.mmap | None = mmap.mmap(
             -1, nbytes + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
         )
         with contextlib.suppress(AttributeError, OSError):  # no such advice here: small pages
@@ -112,7 +112,7 @@ class HostBlock:
             self.imported = importer.import_array(self.view)
         except BaseException:
             self.view = np.empty(0, np.uint8)
-            self._memory.close()
+            self._memory = None  # unmapped with its last view (see release)
             raise
         self.setup_s = time.perf_counter() - start
         """Seconds to map, touch and import it."""
@@ -124,7 +124,10 @@ class HostBlock:
         if self.users == 0:
             self.imported.close()
             self.view = np.empty(0, np.uint8)
-            self._memory.close()
+            # The device is done with the pages once the import is released; the mapping goes
+            # with its last view (a chunk a traceback still holds keeps it until then, where
+            # mmap.close() would refuse).
+            self._memory = None
 
 
 @dataclass

@@ -52,7 +52,7 @@ from gpulab.memory.host_import import HostImporter, ImportedArray
 from gpulab.memory.manager import Allocation, MemoryManager
 from gpulab.memory.pinned import Pin, PinnedArray, pinned_location
 from gpulab.memory.ring import HUGE_PAGE, Chunk, Copies, Copy, HostBlock, ImportedChunk, PinnedChunk
-from gpulab.vk import Closeable, CommandBuffer, CommandPool, Fence
+from gpulab.vk import Closeable, CommandBuffer, CommandPool, Fence, VulkanError
 from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
 from gpulab.vk.memory import HOST_CACHED
 
@@ -81,10 +81,13 @@ PATHS = ("pinned", "registered", "imported", "staged", "direct", "file", "file_d
 read straight into mapped device memory."""
 UPLOAD_MEMORY = {"write_combined": "upload", "cached": "readback"}
 """Stager(upload_memory=...) -> the memory kind of the upload ring."""
-READBACK_MEMORY = ("pinned", "imported")
+READBACK_MEMORY = ("imported", "pinned")
 """Stager(readback_memory=...): the readback ring (.npy file uploads and staged downloads) in
-pinned memory, or in one block of anonymous host memory imported at once where the device can
-import host memory (else pinned): on the H100, 80 MiB so is ready in 8 ms, pinned in 23-68."""
+one block of anonymous host memory imported at once, where the device can import host memory
+(else, or when an import fails, pinned memory), or in pinned memory. On the H100, 80 MiB
+imported is ready in 8 ms, pinned in 23-68 ms, and a new process's first staged download of
+256 MiB took 31-36 ms through the imported ring against 122-124 ms through the pinned one
+(docs/benchmarks.md, 7 Dec 21:30)."""
 
 
 def _settle(futures: Iterable[Future[Any]]) -> None:
@@ -152,7 +155,7 @@ class Stager(Closeable):
         upload_memory: str = "write_combined",
         import_above: int | None = None,
         threaded_from: int = THREADED_FROM,
-        readback_memory: str = "pinned",
+        readback_memory: str = "imported",
     ) -> None:
         if upload_memory not in UPLOAD_MEMORY:
             raise ValueError(
@@ -164,6 +167,8 @@ class Stager(Closeable):
                 f"got {readback_memory!r}"
             )
         self.readback_memory = readback_memory
+        self.import_refused: str | None = None
+        """Why the imported readback ring could not be made (the pinned one serves since)."""
         self.threads = threads or min(MAX_THREADS, os.cpu_count() or 1)
         slots = slots or max(3, 2 * self.threads)
         if chunk_bytes <= 0 or slots < 1:
@@ -258,7 +263,14 @@ class Stager(Closeable):
             size = ring[0].size if ring else wanted
         if kind == "imported" and not ring:
             assert self._importer is not None, "_readback_kind() made the importer"
-            block = HostBlock(count * size, self._importer, self._touch)
+            try:
+                block = HostBlock(count * size, self._importer, self._touch)
+            except (OSError, ValueError, VulkanError) as error:
+                # Host memory this device or system will not import after all (a limit, the
+                # driver's refusal): the pinned ring serves from now on.
+                self.import_refused = f"{type(error).__name__}: {error}"
+                self._rings.pop(kind, None)
+                return self._ring("readback", nbytes, chunk=chunk, most=most)
             self.staging_import_s += block.setup_s
             ring = ImportedChunk.ring(block, count, size)
         while len(ring) < count:
@@ -579,7 +591,7 @@ class Stager(Closeable):
     def _readback_kind(self) -> str:
         """The readback ring's kind: "imported" where readback_memory asks for it and the
         device can import host memory, else "readback" (pinned)."""
-        if self.readback_memory != "imported":
+        if self.readback_memory != "imported" or self.import_refused is not None:
             return "readback"
         if self._importer is None:
             self._importer = HostImporter(self.manager.device)
