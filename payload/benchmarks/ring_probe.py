@@ -241,6 +241,22 @@ def timeline(mib: int) -> None:
         os.unlink(PATH)
 
 
+def print_first_and_again(
+    what: str, times: tuple[float, float], stats: dict[str, Any], nbytes: int, rate: float
+) -> None:
+    """One line: the first transfer's ms and the ring it made, the second's (`times`), each
+    against bytes / the copy engine's `rate` (GB/s)."""
+    floor = nbytes / (rate * 1e9) * 1e3
+    first, again = times
+    alloc_ms, import_ms = stats["staging_alloc_ms"], stats["staging_import_ms"]
+    print(
+        f"{what} {first:.1f} ms = {first / floor:.2f}x (ring: allocation {alloc_ms:.1f} ms, "
+        f"imports {import_ms:.1f} ms, {stats['staging_bytes'] >> 20} MiB), again {again:.1f} "
+        f"ms = {again / floor:.2f}x; copy engine {rate:.1f} GB/s",
+        flush=True,
+    )
+
+
 def cold(kind: str, slots: int, mib: int, chunk_mib: int) -> None:
     """A new process's first upload through a `kind` file ring of `slots` chunks of
     `chunk_mib` MiB (its setup included, as a run's upload_ms has it), then a second through
@@ -262,15 +278,8 @@ def cold(kind: str, slots: int, mib: int, chunk_mib: int) -> None:
                 again = ms_since(start)
                 stats = stager.stats()
             rate = copy_engine_gbps(session, plain, nbytes, 3)["h2d_cached"]
-            floor = nbytes / (rate * 1e9) * 1e3
-            alloc_ms, import_ms = stats["staging_alloc_ms"], stats["staging_import_ms"]
-            print(
-                f"cold {kind} ring of {slots} x {chunk_mib} MiB, {mib} MiB: first upload "
-                f"{first:.1f} ms = {first / floor:.2f}x (ring: allocation {alloc_ms:.1f} ms, "
-                f"imports {import_ms:.1f} ms, {stats['staging_bytes'] >> 20} MiB), again "
-                f"{again:.1f} ms = {again / floor:.2f}x; copy engine {rate:.1f} GB/s",
-                flush=True,
-            )
+            what = f"cold {kind} ring of {slots} x {chunk_mib} MiB, {mib} MiB: first upload"
+            print_first_and_again(what, (first, again), stats, nbytes, rate)
     finally:
         os.close(file)
         os.unlink(PATH)
@@ -296,15 +305,8 @@ def cold_download(kind: str, mib: int) -> None:
             stats = stager.stats()
         assert np.array_equal(back, data), "the download differs from the upload"
         rate = copy_engine_gbps(session, plain, nbytes, 3)["d2h"]
-        floor = nbytes / (rate * 1e9) * 1e3
-        alloc_ms, import_ms = stats["staging_alloc_ms"], stats["staging_import_ms"]
-        print(
-            f"cold download, {kind} readback ring, {mib} MiB: first {first:.1f} ms = "
-            f"{first / floor:.2f}x (ring: allocation {alloc_ms:.1f} ms, imports {import_ms:.1f} "
-            f"ms, {stats['staging_bytes'] >> 20} MiB), again {again:.1f} ms = "
-            f"{again / floor:.2f}x; copy engine d2h {rate:.1f} GB/s",
-            flush=True,
-        )
+        what = f"cold download, {kind} readback ring, {mib} MiB: first"
+        print_first_and_again(what, (first, again), stats, nbytes, rate)
 
 
 if __name__ == "__main__":
