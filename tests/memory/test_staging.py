@@ -13,6 +13,7 @@ from gpulab.memory import FileRegion, MemoryManager, RegionReadError, Stager
 from gpulab.memory.host_import import HostImporter
 from gpulab.memory.staging import PROBE_BYTES
 from gpulab.vk import Device
+from gpulab.vk.commands import UPDATE_LIMIT
 
 CHUNK = 1 << 16
 
@@ -89,7 +90,10 @@ def test_a_short_run_starts_no_threads_and_stages_only_what_it_moves(device: Dev
         np.testing.assert_array_equal(stager.download(target, data.shape), data)
         assert stager.paths == {} and stager.counts["upload"]["direct"] == 1
         stager.paths = {"upload": "staged", "download": "staged"}
-        stager.upload(data[:1], target)
+        stager.upload(data[:1], target)  # 4 bytes: written by the recording, no ring
+        assert stager.counts["upload"]["inline"] == 1 and "upload" not in stager._rings
+        np.testing.assert_array_equal(target.read(np.float32, 1), data[:1])
+        stager.upload(data.view(np.uint8)[:5], target)  # not whole words: staged
         assert len(stager._rings["upload"]) == 1  # one chunk, not 32 of them
         stager.upload(data, target)
         np.testing.assert_array_equal(stager.download(target, data.shape), data)
@@ -288,6 +292,26 @@ def test_a_file_region_is_read_straight_into_mapped_cached_memory(
         assert target.read(np.uint8, len(body)).tobytes() == body
         assert stager.counts["upload"]["file_direct"] == 1
         assert "readback" not in stager._rings
+        target.free()
+
+
+@pytest.mark.usefixtures("unmappable_device_memory")
+def test_small_uploads_are_carried_by_the_recording(device: Device) -> None:
+    """Up to 64 KiB in whole words, an upload into memory the host cannot map is written by
+    vkCmdUpdateBuffer: exact, counted as inline, no staging memory made; one word more is
+    staged as before."""
+    rng = np.random.default_rng(12)
+    with MemoryManager(device) as manager, Stager(manager, threads=2) as stager:
+        target = manager.allocate(UPDATE_LIMIT + 64)
+        for count in (1, 3, UPDATE_LIMIT // 4):
+            data = rng.standard_normal(count).astype(np.float32)
+            stager.upload(data, target)
+            np.testing.assert_array_equal(stager.download(target, count), data)
+        assert stager.counts["upload"]["inline"] == 3 and "upload" not in stager._rings
+        bigger = rng.standard_normal(UPDATE_LIMIT // 4 + 1).astype(np.float32)
+        stager.upload(bigger, target)
+        np.testing.assert_array_equal(stager.download(target, bigger.size), bigger)
+        assert stager.counts["upload"]["staged"] == 1
         target.free()
 
 

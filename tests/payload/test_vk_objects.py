@@ -23,6 +23,7 @@ from gpulab.vk import (
     pack_push_constants,
 )
 from gpulab.vk.buffer import STORAGE, TRANSFER_DST, TRANSFER_SRC
+from gpulab.vk.commands import UPDATE_LIMIT
 
 
 def _host_buffer(device: Device, size: int, usage: int) -> tuple[Buffer, DeviceMemory]:
@@ -53,6 +54,26 @@ def test_copy_with_barrier_and_timestamps(device: Device) -> None:
             fence.reset()
     np.testing.assert_array_equal(target_memory.read(np.float32, 1024), data)
     assert queries.elapsed_ns(0, 1) >= 0
+    device.close()
+
+
+def test_update_buffer_writes_inline_and_refuses_what_vulkan_does(device: Device) -> None:
+    target, target_memory = _host_buffer(device, 4096, TRANSFER_DST)
+    data = np.arange(8, dtype=np.float32)
+    command = CommandPool(device).allocate()
+    command.begin()
+    command.update_buffer(target, data.tobytes(), offset=16)
+    for bad in (b"", b"abc", bytes(UPDATE_LIMIT + 4)):
+        with pytest.raises(ValueError, match="vkCmdUpdateBuffer takes 4 to 65536 bytes"):
+            command.update_buffer(target, bad)
+    with pytest.raises(ValueError, match="at 2"):
+        command.update_buffer(target, bytes(4), offset=2)
+    command.barrier("transfer", "host")
+    command.end()
+    with Fence(device) as fence:
+        device.submit(command, fence)
+        fence.wait()
+    np.testing.assert_array_equal(target_memory.read(np.float32, 12)[4:], data)
     device.close()
 
 

@@ -25,6 +25,10 @@ PROBE_BYTES times both on a probe of that size and keeps the winner (see `paths`
 ones are not worth a probe: they go direct, except reads of uncached memory (slow from the
 host), which are staged.
 
+Arrays of at most UPDATE_LIMIT bytes (64 KiB) that would be staged are written by the
+recording itself instead (vkCmdUpdateBuffer, "inline"): a new process then makes no staging
+memory for a graph's small values.
+
 Arrays made by `pinned_empty` live in mapped host memory already: they move with one
 vkCmdCopyBuffer and no host copy ("pinned" in `counts`). An existing numpy array can be
 `register`ed instead (what cudaHostRegister does: its pages are imported once with
@@ -54,6 +58,7 @@ from gpulab.memory.pinned import Pin, PinnedArray, pinned_location
 from gpulab.memory.ring import HUGE_PAGE, Chunk, Copies, Copy, HostBlock, ImportedChunk, PinnedChunk
 from gpulab.vk import Closeable, CommandBuffer, CommandPool, Fence, VulkanError
 from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
+from gpulab.vk.commands import UPDATE_LIMIT
 from gpulab.vk.memory import HOST_CACHED
 
 CHUNK_BYTES = 16 << 20
@@ -76,9 +81,19 @@ SPIN_S = 0.05
 blocking): a blocking wait's wake-up costs a visible share of a few-millisecond copy."""
 ONE_COPY_BYTES = 256 << 20
 """A pinned or imported transfer is recorded as copies of at most this size."""
-PATHS = ("pinned", "registered", "imported", "staged", "direct", "file", "file_direct")
-"""Transfers by path: "file" and "file_direct" are upload_files' regions, through the ring or
-read straight into mapped device memory."""
+PATHS = (
+    "pinned",
+    "registered",
+    "imported",
+    "staged",
+    "direct",
+    "inline",
+    "file",
+    "file_direct",
+)
+"""Transfers by path: "inline" are uploads of at most UPDATE_LIMIT bytes carried by the
+recording (vkCmdUpdateBuffer); "file" and "file_direct" are upload_files' regions, through
+the ring or read straight into mapped device memory."""
 UPLOAD_MEMORY = {"write_combined": "upload", "cached": "readback"}
 """Stager(upload_memory=...) -> the memory kind of the upload ring."""
 READBACK_MEMORY = ("imported", "pinned")
@@ -329,6 +344,9 @@ class Stager(Closeable):
         if allocation.host_visible and self._choose("upload", source, allocation) == "direct":
             self._upload_direct(source, allocation)
             path = "direct"
+        elif source.size <= UPDATE_LIMIT and source.size % 4 == 0:
+            self._upload_inline(source, allocation)
+            path = "inline"
         elif self._imports(source):
             with self._importer.import_array(source) as imported:  # type: ignore[union-attr]
                 self._copy_whole(imported, allocation, source.size, src=imported.offset, dst=0)
@@ -429,6 +447,19 @@ class Stager(Closeable):
             deadline = time.perf_counter() + SPIN_S
             while not fence.signaled and time.perf_counter() < deadline:
                 pass
+        fence.wait()
+        fence.reset()
+
+    def _upload_inline(self, source: npt.NDArray[np.uint8], allocation: Allocation) -> None:
+        """A small array written by the recording itself (vkCmdUpdateBuffer): no staging
+        memory to make, which in a new process costs more than the transfer (NVIDIA pins it)."""
+        commands, fence = self._one_shot()
+        commands.begin()
+        commands.barrier("compute", "transfer")  # earlier kernels read or wrote the target
+        commands.update_buffer(allocation.buffer, source.tobytes())
+        commands.barrier("transfer", "compute")
+        commands.end()
+        self.manager.device.submit(commands, fence)
         fence.wait()
         fence.reset()
 

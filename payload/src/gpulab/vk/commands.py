@@ -31,6 +31,8 @@ _ACCESS_HOST_READ = 0x2000
 _ACCESS_HOST_WRITE = 0x4000
 _RESET_COMMAND_BUFFER = 0x2  # VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT
 _PRIMARY = 0  # VK_COMMAND_BUFFER_LEVEL_PRIMARY
+UPDATE_LIMIT = 65536
+"""The most bytes one vkCmdUpdateBuffer writes (the Vulkan limit)."""
 
 STAGES = {"compute": _STAGE_COMPUTE, "transfer": _STAGE_TRANSFER, "host": _STAGE_HOST}
 """Barrier endpoints by name, with the accesses each side makes."""
@@ -181,6 +183,17 @@ class CommandBuffer(VkObject):
         self._used.extend((source, target))
         region = vk.VkBufferCopy(srcOffset=src_offset, dstOffset=dst_offset, size=size)
         vk.vkCmdCopyBuffer(self.raw, source.raw, target.raw, 1, [region])
+
+    def update_buffer(self, target: Buffer, data: bytes, offset: int = 0) -> None:
+        """Write `data` into `target` at `offset`, carried in the recording itself
+        (vkCmdUpdateBuffer: at most UPDATE_LIMIT bytes, size and offset multiples of 4)."""
+        if len(data) > UPDATE_LIMIT or len(data) % 4 or offset % 4 or not data:
+            raise ValueError(
+                f"vkCmdUpdateBuffer takes 4 to {UPDATE_LIMIT} bytes in multiples of 4 at an "
+                f"offset that is one, got {len(data)} at {offset}"
+            )
+        self._used.append(target)
+        self._lib.vkCmdUpdateBuffer(self.raw, target.raw, offset, len(data), data)
 
     def barrier(self, after: str, before: str) -> None:
         """A global memory barrier: writes by stage `after` are visible to stage `before`.
