@@ -98,22 +98,17 @@ class HostBlock:
         touch: Callable[[npt.NDArray[np.uint8]], None],
     ) -> None:
         start = time.perf_counter()
-        self._memory: mmap.mmap | None = mmap.mmap(
-            -1, nbytes + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
-        )
+        # The mapping is held by its views alone, so it goes with the last of them (a chunk a
+        # traceback still holds keeps it until then, where mmap.close() would refuse).
+        memory = mmap.mmap(-1, nbytes + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         with contextlib.suppress(AttributeError, OSError):  # no such advice here: small pages
-            self._memory.madvise(mmap.MADV_HUGEPAGE)
-        whole = np.frombuffer(self._memory, dtype=np.uint8)
+            memory.madvise(mmap.MADV_HUGEPAGE)
+        whole = np.frombuffer(memory, dtype=np.uint8)
         skip = -int(whole.ctypes.data) % HUGE_PAGE
         self.view: npt.NDArray[np.uint8] = whole[skip : skip + nbytes]
-        del whole
-        try:
-            touch(self.view)
-            self.imported = importer.import_array(self.view)
-        except BaseException:
-            self.view = np.empty(0, np.uint8)
-            self._memory = None  # unmapped with its last view (see release)
-            raise
+        del whole, memory
+        touch(self.view)
+        self.imported = importer.import_array(self.view)
         self.setup_s = time.perf_counter() - start
         """Seconds to map, touch and import it."""
         self.users = 0
@@ -122,12 +117,8 @@ class HostBlock:
         """One chunk fewer; the last releases the import and the memory."""
         self.users -= 1
         if self.users == 0:
-            self.imported.close()
+            self.imported.close()  # the device is done with the pages
             self.view = np.empty(0, np.uint8)
-            # The device is done with the pages once the import is released; the mapping goes
-            # with its last view (a chunk a traceback still holds keeps it until then, where
-            # mmap.close() would refuse).
-            self._memory = None
 
 
 @dataclass
@@ -211,16 +202,13 @@ class Copies:
     def _idle(self) -> _Submission:
         """A submission to record into: one whose work is done, a new one while there are
         fewer than the chunks in flight could need, else the oldest, waited for."""
-        idle = [s for s in self.submissions if not s.pending]
-        if not idle:
-            oldest = min(self.submissions, key=lambda s: s.order, default=None)
-            if oldest is None or len(self.submissions) < IN_FLIGHT:
-                self.submissions.append(_Submission(self.pool))
-                idle = [self.submissions[-1]]
-            else:
-                oldest.wait(oldest.generation)
-                idle = [oldest]
-        chosen = idle[0]
+        chosen = next((s for s in self.submissions if not s.pending), None)
+        if chosen is None and len(self.submissions) < IN_FLIGHT:
+            chosen = _Submission(self.pool)
+            self.submissions.append(chosen)
+        elif chosen is None:
+            chosen = min(self.submissions, key=lambda s: s.order)
+            chosen.wait(chosen.generation)
         chosen.generation += 1
         return chosen
 

@@ -453,15 +453,13 @@ class Stager(Closeable):
     def _upload_inline(self, source: npt.NDArray[np.uint8], allocation: Allocation) -> None:
         """A small array written by the recording itself (vkCmdUpdateBuffer): no staging
         memory to make, which in a new process costs more than the transfer (NVIDIA pins it)."""
-        commands, fence = self._one_shot()
-        commands.begin()
-        commands.barrier("compute", "transfer")  # earlier kernels read or wrote the target
-        commands.update_buffer(allocation.buffer, source.tobytes())
-        commands.barrier("transfer", "compute")
-        commands.end()
-        self.manager.device.submit(commands, fence)
-        fence.wait()
-        fence.reset()
+
+        def record(commands: CommandBuffer) -> None:
+            commands.barrier("compute", "transfer")  # earlier kernels read or wrote the target
+            commands.update_buffer(allocation.buffer, source.tobytes())
+            commands.barrier("transfer", "compute")
+
+        self._run_once(record)
 
     def _upload_direct(self, source: npt.NDArray[np.uint8], allocation: Allocation) -> None:
         self.copy(allocation.view(np.uint8, source.size), source)
@@ -691,20 +689,25 @@ class Stager(Closeable):
 
     def _device_writes_visible(self) -> None:
         """Wait for submitted work and make its writes visible to host reads."""
-        commands, fence = self._one_shot()
+
+        def record(commands: CommandBuffer) -> None:
+            commands.barrier("compute", "host")
+            commands.barrier("transfer", "host")
+
+        self._run_once(record)
+
+    def _run_once(self, record: Callable[[CommandBuffer], None]) -> None:
+        """Record with `record` into the command buffer of transfers that are recorded, run
+        and waited for, then submit it and wait."""
+        if self._sync is None:
+            self._sync = (self._commands.allocate(), Fence(self.manager.device))
+        commands, fence = self._sync
         commands.begin()
-        commands.barrier("compute", "host")
-        commands.barrier("transfer", "host")
+        record(commands)
         commands.end()
         self.manager.device.submit(commands, fence)
         fence.wait()
         fence.reset()
-
-    def _one_shot(self) -> tuple[CommandBuffer, Fence]:
-        """The command buffer and fence of transfers that are recorded, run and waited for."""
-        if self._sync is None:
-            self._sync = (self._commands.allocate(), Fence(self.manager.device))
-        return self._sync
 
     def _download_staged(self, allocation: Allocation, target: npt.NDArray[np.uint8]) -> None:
         ring, chunk = self._ring(self._readback_kind(), target.size)
