@@ -52,9 +52,9 @@ import numpy.typing as npt
 
 from gpulab.memory import file_regions
 from gpulab.memory.file_regions import FileRegion, RegionReadError, read_chunk
-from gpulab.memory.host_import import HostImporter, ImportedArray
 from gpulab.memory.manager import Allocation, MemoryManager
 from gpulab.memory.pinned import Pin, PinnedArray, pinned_location
+from gpulab.memory.registered import RegisteredArrays
 from gpulab.memory.ring import HUGE_PAGE, Chunk, Copies, Copy, HostBlock, ImportedChunk, PinnedChunk
 from gpulab.vk import Closeable, CommandBuffer, CommandPool, Fence, VulkanError
 from gpulab.vk.buffer import TRANSFER_DST, TRANSFER_SRC
@@ -208,10 +208,8 @@ class Stager(Closeable):
         """The probe timings (seconds) behind each choice in `paths`."""
         self.upload_memory = upload_memory
         self.import_above = import_above
-        self._importer: HostImporter | None = None
         self._pins: set[Pin] = set()
-        self._registered: dict[int, tuple[npt.NDArray[Any], ImportedArray]] = {}
-        """Registered arrays by data address, each with its import (which keeps it alive)."""
+        self._registered = RegisteredArrays(manager.device)
         self.counts: dict[str, dict[str, int]] = {
             direction: dict.fromkeys(PATHS, 0) for direction in ("upload", "download")
         }
@@ -277,9 +275,8 @@ class Stager(Closeable):
         else:
             size = ring[0].size if ring else wanted
         if kind == "imported" and not ring:
-            assert self._importer is not None, "_readback_kind() made the importer"
             try:
-                block = HostBlock(count * size, self._importer, self._touch)
+                block = HostBlock(count * size, self._registered.importer, self._touch)
             except (OSError, ValueError, VulkanError) as error:
                 # Host memory this device or system will not import after all (a limit, the
                 # driver's refusal): the pinned ring serves from now on.
@@ -335,7 +332,7 @@ class Stager(Closeable):
             self._copy_whole(pinned[0], allocation, array.nbytes, src=pinned[1], dst=0)
             self.counts["upload"]["pinned"] += 1
             return
-        registered = self._registered_location(array)
+        registered = self._registered.locate(array)
         if registered is not None:
             self._copy_whole(registered[0], allocation, array.nbytes, src=registered[1], dst=0)
             self.counts["upload"]["registered"] += 1
@@ -348,7 +345,7 @@ class Stager(Closeable):
             self._upload_inline(source, allocation)
             path = "inline"
         elif self._imports(source):
-            with self._importer.import_array(source) as imported:  # type: ignore[union-attr]
+            with self._registered.importer.import_array(source) as imported:
                 self._copy_whole(imported, allocation, source.size, src=imported.offset, dst=0)
             path = "imported"
         else:
@@ -382,44 +379,17 @@ class Stager(Closeable):
         """Import a C-contiguous array's pages once, so that it (or a contiguous slice of it)
         moves like a pinned array until unregister(). The Stager keeps the array alive
         meanwhile. ValueError where the device cannot import host memory."""
-        if not array.flags.c_contiguous or array.nbytes == 0:
-            raise ValueError("register needs a non-empty C-contiguous array")
-        address = int(array.ctypes.data)
-        if self._registered_location(array) is not None:
-            raise ValueError(f"the array at {address:#x} is already registered")
-        if self._importer is None:
-            self._importer = HostImporter(self.manager.device)
-        if not self._importer.usable:
-            raise ValueError(
-                f"{self.manager.device.info.name} cannot import host memory "
-                "(VK_EXT_external_memory_host with page-sized alignment)"
-            )
-        self._registered[address] = (array, self._importer.import_array(array))
+        self._registered.add(array)
 
     def unregister(self, array: npt.NDArray[Any]) -> None:
         """Release the import made by register(array)."""
-        entry = self._registered.pop(int(array.ctypes.data), None)
-        if entry is None:
-            raise ValueError(f"the array at {int(array.ctypes.data):#x} is not registered")
-        entry[1].close()
-
-    def _registered_location(self, array: npt.NDArray[Any]) -> tuple[ImportedArray, int] | None:
-        """(import, byte offset in its buffer) of an array inside a registered one."""
-        if not self._registered or not array.flags.c_contiguous:
-            return None
-        address = int(array.ctypes.data)
-        for start, (whole, imported) in self._registered.items():
-            if start <= address and address + array.nbytes <= start + whole.nbytes:
-                return imported, imported.offset + address - start
-        return None
+        self._registered.remove(array)
 
     def _imports(self, data: npt.NDArray[np.uint8]) -> bool:
         """Whether a pageable array of this size is imported rather than staged."""
         if self.import_above is None or data.size < self.import_above:
             return False
-        if self._importer is None:
-            self._importer = HostImporter(self.manager.device)
-        return self._importer.usable
+        return self._registered.importer.usable
 
     def _copy_whole(self, source: Any, target: Any, size: int, *, src: int, dst: int) -> None:
         """One submission of copies between two buffers (Allocations or imported arrays).
@@ -622,9 +592,7 @@ class Stager(Closeable):
         device can import host memory, else "readback" (pinned)."""
         if self.readback_memory != "imported" or self.import_refused is not None:
             return "readback"
-        if self._importer is None:
-            self._importer = HostImporter(self.manager.device)
-        return "imported" if self._importer.usable else "readback"
+        return "imported" if self._registered.importer.usable else "readback"
 
     def _each(self, count: int, step: Callable[[int], object], nbytes: int) -> None:
         """step(0) ... step(count - 1), on the host threads when `nbytes` is large; an error
@@ -663,7 +631,7 @@ class Stager(Closeable):
         if target.size == 0:
             return out
         pinned = pinned_location(out)
-        registered = self._registered_location(out)
+        registered = self._registered.locate(out)
         if pinned is not None:
             self._copy_whole(allocation, pinned[0], target.size, src=0, dst=pinned[1])
             path = "pinned"
@@ -674,7 +642,7 @@ class Stager(Closeable):
             self._download_direct(allocation, target)
             path = "direct"
         elif self._imports(target):
-            with self._importer.import_array(target) as imported:  # type: ignore[union-attr]
+            with self._registered.importer.import_array(target) as imported:
                 self._copy_whole(allocation, imported, target.size, src=0, dst=imported.offset)
             path = "imported"
         else:
@@ -794,8 +762,8 @@ class Stager(Closeable):
         return {
             "pinned_arrays": len(self._pins),
             "pinned_bytes": sum(pin.nbytes for pin in self._pins),
-            "registered_arrays": len(self._registered),
-            "registered_bytes": sum(whole.nbytes for whole, _ in self._registered.values()),
+            "registered_arrays": self._registered.count,
+            "registered_bytes": self._registered.nbytes,
             "staging_bytes": sum(slot.size for ring in self._rings.values() for slot in ring),
             "staging_alloc_ms": self.staging_alloc_s * 1e3,
             "staging_import_ms": self.staging_import_s * 1e3,
@@ -807,9 +775,7 @@ class Stager(Closeable):
         self.manager.detach(self)
         for pin in list(self._pins):
             pin.free()
-        for _, imported in self._registered.values():
-            imported.close()
-        self._registered.clear()
+        self._registered.close()
         for ring in self._rings.values():
             self._release(ring)
         self._rings.clear()
