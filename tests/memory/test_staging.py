@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from gpulab.memory import FileRegion, MemoryManager, RegionReadError, Stager
 from gpulab.memory.host_import import HostImporter
-from gpulab.memory.staging import PROBE_BYTES
+from gpulab.memory.path_choice import PROBE_BYTES
 from gpulab.vk import Device
 from gpulab.vk.commands import UPDATE_LIMIT
 

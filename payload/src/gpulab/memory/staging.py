@@ -19,11 +19,8 @@ transfers smaller than `threaded_from` run on the calling thread; the host threa
 started by the first transfer that uses them.
 
 When the target buffer is itself mappable (integrated GPUs, lavapipe, the H200's
-DEVICE_LOCAL|HOST_VISIBLE type), the host could also read or write it directly. Which path
-is faster is measured, not assumed: the first such transfer in each direction of at least
-PROBE_BYTES times both on a probe of that size and keeps the winner (see `paths`). Smaller
-ones are not worth a probe: they go direct, except reads of uncached memory (slow from the
-host), which are staged.
+DEVICE_LOCAL|HOST_VISIBLE type), the host could also read or write it directly; which way a
+transfer takes is gpulab.memory.path_choice's (measured once per direction, see `paths`).
 
 Arrays of at most UPDATE_LIMIT bytes (64 KiB) that would be staged are written by the
 recording itself instead (vkCmdUpdateBuffer, "inline"): a new process then makes no staging
@@ -53,6 +50,7 @@ import numpy.typing as npt
 from gpulab.memory import file_regions
 from gpulab.memory.file_regions import FileRegion, RegionReadError, read_chunk
 from gpulab.memory.manager import Allocation, MemoryManager
+from gpulab.memory.path_choice import PathChoice
 from gpulab.memory.pinned import Pin, PinnedArray, pinned_location
 from gpulab.memory.registered import RegisteredArrays
 from gpulab.memory.ring import HUGE_PAGE, Chunk, Copies, Copy, HostBlock, ImportedChunk, PinnedChunk
@@ -67,7 +65,6 @@ MIN_SHARE = 8 << 20
 """Chunks of large transfers hold at least this much (while a transfer still gets four
 chunks): on the H200, 64 MiB moved faster in 8 chunks of 8 MiB on 8 threads than in 16 of
 4 MiB on 16 (docs/benchmarks.md)."""
-PROBE_BYTES = 8 << 20
 THREADED_FROM = 8 << 20
 """Transfers and host copies smaller than this run on the calling thread (staged ones still
 pipelined over chunks): splitting them saves less than handing pieces to threads costs, and a
@@ -201,11 +198,7 @@ class Stager(Closeable):
         self._sync: tuple[CommandBuffer, Fence] | None = None
         self._copier: tuple[CommandBuffer, Fence] | None = None
         self._copier_recording: tuple[int, ...] = ()
-        self.paths: dict[str, str] = dict(paths or {})
-        """"upload"/"download" -> "direct" or "staged": given, or measured on the first
-        transfer to a mappable buffer."""
-        self.measurements: dict[str, dict[str, float]] = {}
-        """The probe timings (seconds) behind each choice in `paths`."""
+        self._choice = PathChoice(paths)
         self.upload_memory = upload_memory
         self.import_above = import_above
         self._pins: set[Pin] = set()
@@ -720,41 +713,38 @@ class Stager(Closeable):
 
     # Path choice ------------------------------------------------------------------------
 
-    def _choose(self, direction: str, data: npt.NDArray[np.uint8], allocation: Allocation) -> str:
-        """The faster path for a mappable buffer: measured on the first transfer of at least
-        PROBE_BYTES; below that, direct unless the host would read uncached memory."""
-        path = self.paths.get(direction)
-        if path is not None:
-            return path
-        if data.size < PROBE_BYTES:
-            cached = allocation.memory_type.property_flags & HOST_CACHED
-            return "direct" if direction == "upload" or cached else "staged"
-        return self.measure(direction, data[:PROBE_BYTES], allocation)
+    @property
+    def paths(self) -> dict[str, str]:
+        """Each direction's way ("upload"/"download" -> "direct" or "staged"): given, or
+        measured on the first transfer to a mappable buffer (gpulab.memory.path_choice)."""
+        return self._choice.paths
 
-    def measure(self, direction: str, probe: npt.NDArray[np.uint8], allocation: Allocation) -> str:
-        """Time the direct and the staged path on `probe` (best of three each); keep the faster."""
-        ways: dict[str, Callable[[], None]]
-        if direction == "upload":
-            ways = {
-                "direct": lambda: self._upload_direct(probe, allocation),
-                "staged": lambda: self._upload_staged(probe, allocation),
-            }
-        else:
-            ways = {
+    @paths.setter
+    def paths(self, paths: dict[str, str]) -> None:
+        self._choice.paths = dict(paths)
+
+    @property
+    def measurements(self) -> dict[str, dict[str, float]]:
+        """The probe timings (seconds) behind each choice in `paths`."""
+        return self._choice.measurements
+
+    def _choose(self, direction: str, data: npt.NDArray[np.uint8], allocation: Allocation) -> str:
+        """The way for a mappable buffer (PathChoice.choose, with this Stager's two ways)."""
+
+        def ways(nbytes: int) -> dict[str, Callable[[], None]]:
+            probe = data[:nbytes]
+            if direction == "upload":
+                return {
+                    "direct": lambda: self._upload_direct(probe, allocation),
+                    "staged": lambda: self._upload_staged(probe, allocation),
+                }
+            return {
                 "direct": lambda: self._download_direct(allocation, probe),
                 "staged": lambda: self._download_staged(allocation, probe),
             }
-        timings: dict[str, float] = {}
-        for name, run in ways.items():
-            best = float("inf")
-            for _ in range(3):
-                start = time.perf_counter()
-                run()
-                best = min(best, time.perf_counter() - start)
-            timings[name] = best
-        self.measurements[direction] = timings
-        self.paths[direction] = min(timings, key=timings.__getitem__)
-        return self.paths[direction]
+
+        cached = bool(allocation.memory_type.property_flags & HOST_CACHED)
+        return self._choice.choose(direction, data.size, cached=cached, ways=ways)
 
     def stats(self) -> dict[str, Any]:
         """Pinned and registered arrays (count, bytes), the rings' chunks (bytes, the ms their
