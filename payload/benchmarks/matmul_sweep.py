@@ -14,6 +14,10 @@ spelled as DEVICE_PLANS' entries. `auto (again)`, measured last at each shape, s
 the run drifted (the winners count the better of auto's two times); one discarded measurement
 warms the GPU up first. --json writes the rows and that choice (the rows so far after each shape).
 
+Before the timing at each shape, every candidate's product of two random matrices is checked
+against numpy's (float64, within matmul's tolerance: the dot bound); a candidate that is not
+exact there is marked `WRONG`, and never wins (--no-check leaves the check out).
+
 Split-K candidates are skipped for the large and thin_k regimes (many slices of a result that
 already fills the device, or of a k of a few panels) unless --all is given. A candidate that
 does not fit the device is reported and left out.
@@ -30,6 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from gpulab.backends import BackendUnavailable
 from gpulab.diagnostics.bench import VulkanBench
 from gpulab.diagnostics.bench_compare import Library, load_library
@@ -44,6 +49,7 @@ from gpulab.kernels.matmul_tiles import (
     parse_plan,
     regime,
 )
+from gpulab.ops import reference, tolerance
 from gpulab.placement import choose_device
 
 CANDIDATES = (
@@ -124,6 +130,22 @@ def _skipped(candidate: str, shape_regime: str, everything: bool) -> bool:
     return parse_plan(candidate).split > 1 and shape_regime in SPLIT_SKIPPED
 
 
+def _exact(made: dict[str, Kernels | str], shape: tuple[int, int, int]) -> dict[str, bool]:
+    """Whether each candidate's product of two random m x k, k x n matrices is within
+    matmul's tolerance of numpy's (float64)."""
+    m, k, n = shape
+    rng = np.random.default_rng(m * 31 + k * 7 + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    expected = reference.matmul(a, b)
+    verdicts: dict[str, bool] = {}
+    for candidate, kernels in made.items():
+        if isinstance(kernels, Kernels):
+            got = kernels.run("matmul", A=a, B=b)
+            verdicts[candidate] = tolerance.compare("matmul", got, expected, {"A": a, "B": b}).ok
+    return verdicts
+
+
 def sweep(args: argparse.Namespace) -> dict[str, Any]:
     """Measure every candidate at every shape; the rows, the winners and the device."""
     library: Library | None = None
@@ -151,6 +173,7 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
         for m, k, n in shapes:
             workload = Workload("matmul", max(m, k, n), (m, k, n))
             shape_regime = regime(m, k, n)
+            exact = _exact(per_candidate, (m, k, n)) if args.check else {}
             torch_ms = None
             if library is not None:
                 torch_ms = library.measure(workload)["time_ms"]
@@ -170,6 +193,7 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
                         "tflops": workload.flops / row["time_ms"] / 1e9,
                         "torch_ms": torch_ms,
                         "vs_cublas": torch_ms / row["time_ms"] if torch_ms else None,
+                        "exact": exact.get(candidate if candidate != AGAIN else "auto"),
                     }
                 )
             _print_shape(rows, workload, shape_regime, torch_ms)
@@ -209,14 +233,19 @@ def _print_shape(
     print(f"{'candidate':<22} {'ms':>9} {'TFLOP/s':>8} {'x cuBLAS':>9}")
     for row in mine:
         ratio = f"{row['vs_cublas']:.3f}" if row["vs_cublas"] else "-"
-        print(f"{row['candidate']:<22} {row['time_ms']:>9.4f} {row['tflops']:>8.2f} {ratio:>9}")
+        wrong = "  WRONG" if row["exact"] is False else ""
+        print(
+            f"{row['candidate']:<22} {row['time_ms']:>9.4f} {row['tflops']:>8.2f} {ratio:>9}{wrong}"
+        )
 
 
 def _winners(rows: list[dict[str, Any]]) -> dict[str, tuple[str, float]]:
     """Per regime, the candidate with the best geometric mean of auto's time over its own,
-    among those measured at every shape of the regime."""
+    among those measured (and not found wrong) at every shape of the regime."""
     times: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for row in rows:
+        if row["exact"] is False:
+            continue
         name = "auto" if row["candidate"] == AGAIN else row["candidate"]
         by = times[row["regime"], row["shape"]]
         by[name] = min(by.get(name, math.inf), row["time_ms"])  # auto: the better of two
@@ -244,6 +273,12 @@ def main() -> int:
     parser.add_argument("--no-torch", action="store_true", help="leave out the cuBLAS column")
     parser.add_argument("--device", type=int, help="Vulkan device index (default: the chosen)")
     parser.add_argument("--json", type=Path, help="write the rows and winners here")
+    parser.add_argument(
+        "--no-check",
+        dest="check",
+        action="store_false",
+        help="leave out the check of every candidate's result against numpy",
+    )
     args = parser.parse_args()
     for candidate in args.candidates:
         parse_plan(candidate)  # a misspelt candidate fails before anything is measured
