@@ -137,10 +137,6 @@ last slice, n a multiple of 4 but not of the block."""
         "16x16x8w+unrolled",
         "8x16x8w+split2+staged+unrolled",
         "32x16x8s+staged+unrolled",
-        "16x16x16p+unrolled",
-        "8x8x8p",
-        "16x8x12p+split2+staged+unrolled",
-        "8x16x8pw+split3",
     ],
 )
 def test_every_plan_is_exact_at_awkward_shapes(
@@ -190,7 +186,7 @@ def test_plans_parse_and_spell_back() -> None:
     plan = parse_plan("16x16x8s+split4+staged")
     assert plan == MatmulPlan(MatmulTile(16, 16, 8, subgroup_tiles=True), 4, staged=True)
     spellings = ("auto", "16x16x8", "split2", "staged", "32x16x8s+split3+staged", "8x8x8sw")
-    for spelling in (*spellings, "16x16x8w+split2+staged+unrolled", "unrolled", "32x16x16spw"):
+    for spelling in (*spellings, "16x16x8w+split2+staged+unrolled", "unrolled"):
         assert parse_plan(spelling).spelling == spelling
     sources = {
         "auto": "matmul",
@@ -206,8 +202,6 @@ def test_plans_parse_and_spell_back() -> None:
         "fast",
         "16x16",
         "16x16x8ws",
-        "16x16x8ps",
-        "16x16x8wp",
         "split0",
         "split17",
         "auto+split2",
@@ -256,21 +250,6 @@ def test_wide_tiles_run_the_split_build_with_twice_the_columns() -> None:
     assert (plan.tile.block_rows, plan.tile.block_cols) == (128, 256)
     assert plan.tile.split_specialization(staged=False)[-2:] == ((4, False), (5, 4))
     assert not parse_plan("16x16x8").split_shader
-
-
-def test_packed_tiles_drop_a_panels_padding(device: Device) -> None:
-    """A 16-deep panel of a 128 x 256 block fits NVIDIA's 48 KiB packed, not padded; the
-    padded tiles keep their specialization as it was (A_PAD, constant 6, left at 1)."""
-    h100 = dataclasses.replace(
-        _limits(device.info, 49152, 1024, 32, kind="discrete"), vendor_id=0x10DE
-    )
-    packed, padded = parse_plan("32x16x16sp").tile, parse_plan("32x16x16s").tile
-    assert packed is not None and padded is not None
-    assert (packed.shared_bytes, padded.shared_bytes) == (49152, 49664)
-    assert packed.problem(h100) is None
-    assert padded.problem(h100) == "49664 bytes of shared memory, the device has 49152"
-    assert packed.specialization[-1] == (6, 0)
-    assert all(constant != 6 for constant, _ in padded.specialization)
 
 
 def test_every_table_entry_is_a_plan_of_a_regime(device: Device) -> None:

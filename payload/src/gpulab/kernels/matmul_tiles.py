@@ -64,10 +64,6 @@ class MatmulTile:
     wide: bool = False
     """8 x 16 outputs per invocation instead of 8 x 8 (matmul_split.comp only; never chosen
     automatically: a plan names it, spelled with `w`)."""
-    packed: bool = False
-    """A's panel rows without their padding vec4 (A_PAD 0), so that 16-deep panels of a 128 x
-    256 block fit NVIDIA's 48 KiB of shared memory; its stores then conflict, once a panel.
-    Never chosen automatically: a plan names it, spelled with `p`."""
 
     @property
     def block_rows(self) -> int:
@@ -89,33 +85,25 @@ class MatmulTile:
 
     @property
     def shared_bytes(self) -> int:
-        """Two panels of A (rows padded by one vec4 unless packed) and of B, in vec4s of 16
-        bytes."""
-        a_row, b_row = self.block_rows // 4 + (0 if self.packed else 1), self.block_cols // 4
+        """Two panels of A (rows padded by one vec4) and of B, in vec4s of 16 bytes."""
+        a_row, b_row = self.block_rows // 4 + 1, self.block_cols // 4
         return 2 * self.depth * (a_row + b_row) * 16
 
     @property
     def spelling(self) -> str:
-        """XxYxD, with `s` appended when subgroup-tiled, `p` when packed and `w` when wide
-        (parse_plan reads it back)."""
-        suffix = (
-            ("s" if self.subgroup_tiles else "")
-            + ("p" if self.packed else "")
-            + ("w" if self.wide else "")
-        )
+        """XxYxD, with `s` appended when subgroup-tiled and `w` when wide (parse_plan reads it
+        back)."""
+        suffix = ("s" if self.subgroup_tiles else "") + ("w" if self.wide else "")
         return f"{self.threads_x}x{self.threads_y}x{self.depth}{suffix}"
 
     @property
     def specialization(self) -> tuple[tuple[int, int], ...]:
-        constants = (
+        return (
             (0, self.threads_x),
             (1, self.threads_y),
             (2, self.depth),
             (3, self.subgroup_tiles),
         )
-        # A_PAD (6) only where it is not its default: the other tiles' pipelines stay as they
-        # were, in the pipeline cache too.
-        return (*constants, (6, 0)) if self.packed else constants
 
     def split_specialization(self, staged: bool) -> tuple[tuple[int, int], ...]:
         """matmul_split.comp's constants: these, staged stores, the column groups."""
@@ -268,16 +256,16 @@ AUTO = MatmulPlan()
 MAX_SPLIT = 16
 
 _SPLIT = re.compile(r"split(\d+)")
-_TILE = re.compile(r"(\d+)x(\d+)x(\d+)(s?)(p?)(w?)")
+_TILE = re.compile(r"(\d+)x(\d+)x(\d+)(s?)(w?)")
 
 
 def parse_plan(text: str) -> MatmulPlan:
-    """`auto`, or parts joined by `+`: a tile XxYxD (`s` appended: subgroup-tiled; then `p`:
-    packed, A's panel unpadded; then `w`: wide, 8 x 16 outputs per invocation), splitN
+    """`auto`, or parts joined by `+`: a tile XxYxD (`s` appended: subgroup-tiled; then `w`:
+    wide, 8 x 16 outputs per invocation), splitN
     (k in N slices, 1 to MAX_SPLIT), staged, unrolled; for example 16x16x8+split4,
     32x16x8s+staged, split2 (the tile chosen as for two slices), 16x16x8w+unrolled."""
     error = (
-        f"matmul variant {text!r}: expected auto or parts joined by + (XxYxD[s][p][w], splitN, "
+        f"matmul variant {text!r}: expected auto or parts joined by + (XxYxD[s][w], splitN, "
         "staged, unrolled), for example 16x16x8+split4"
     )
     parts = text.lower().split("+")
@@ -288,10 +276,8 @@ def parse_plan(text: str) -> MatmulPlan:
         tile, split = _TILE.fullmatch(part), _SPLIT.fullmatch(part)
         if tile and plan.tile is None and min(int(tile.group(i)) for i in (1, 2, 3)) > 0:
             x, y, depth = (int(tile.group(i)) for i in (1, 2, 3))
-            tiled, packed, wide = tile.group(4) == "s", tile.group(5) == "p", tile.group(6) == "w"
-            plan = dataclasses.replace(
-                plan, tile=MatmulTile(x, y, depth, tiled, wide, packed=packed)
-            )
+            tiled, wide = tile.group(4) == "s", tile.group(5) == "w"
+            plan = dataclasses.replace(plan, tile=MatmulTile(x, y, depth, tiled, wide))
         elif split and plan.split == 1 and 1 <= int(split.group(1)) <= MAX_SPLIT:
             plan = dataclasses.replace(plan, split=int(split.group(1)))
         elif part == "staged" and not plan.staged:
