@@ -23,6 +23,19 @@ def test_a_wrong_sum_fails_and_a_rounded_one_passes() -> None:
     assert not tolerance.compare("sum", expected + 0.1, expected, {"x": x}).ok
 
 
+def test_a_bound_computed_once_serves_every_result_of_the_inputs() -> None:
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((40, 40)).astype(np.float32) for _ in range(2))
+    inputs = {"A": a, "B": b}
+    expected = reference.matmul(a, b)
+    allowed = tolerance.bound("matmul", inputs, expected)
+    for got in (a @ b, expected + 1.0):
+        given = tolerance.compare("matmul", got, expected, inputs, allowed=allowed)
+        assert given == tolerance.compare("matmul", got, expected, inputs)
+    assert tolerance.compare("matmul", a @ b, expected, inputs, allowed=allowed).ok
+    assert not tolerance.compare("matmul", expected + 1.0, expected, inputs, allowed=allowed).ok
+
+
 def test_extremes_are_exact() -> None:
     x = np.array([1.0, 2.0], dtype=np.float32)
     assert tolerance.compare("max", np.float32(2.0), np.float32(2.0), {"x": x}).ok
