@@ -269,12 +269,18 @@ def test_a_refused_import_falls_back_to_the_pinned_ring(
         target.free()
 
 
-def test_the_readback_memory_must_be_named(device: Device) -> None:
-    with (
-        MemoryManager(device) as manager,
-        pytest.raises(ValueError, match="readback_memory must be one of imported, pinned"),
-    ):
-        Stager(manager, readback_memory="mapped")
+@pytest.mark.parametrize(
+    ("argument", "value", "message"),
+    [
+        ("readback_memory", "mapped", "readback_memory must be one of imported, pinned"),
+        ("upload_memory", "fast", "upload_memory must be one of"),
+    ],
+)
+def test_a_ring_memory_must_be_named(
+    device: Device, argument: str, value: str, message: str
+) -> None:
+    with MemoryManager(device) as manager, pytest.raises(ValueError, match=message):
+        Stager(manager, **{argument: value})
 
 
 def test_a_file_region_is_read_straight_into_mapped_cached_memory(
