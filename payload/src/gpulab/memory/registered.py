@@ -3,8 +3,8 @@
 `RegisteredArrays.add` imports a C-contiguous array's pages once with
 VK_EXT_external_memory_host (see host_import); the Stager then moves the array, or any
 contiguous slice of it, with one vkCmdCopyBuffer and no host copy, until `remove`. The
-importer is made on first need and shared with the Stager's other imports (per-transfer
-imports, the imported readback ring), so the device's import limits are read once.
+importer is the Stager's, which its other imports (per-transfer imports, the imported
+readback ring) share.
 """
 
 from __future__ import annotations
@@ -14,39 +14,30 @@ from typing import Any
 import numpy.typing as npt
 
 from gpulab.memory.host_import import HostImporter, ImportedArray
-from gpulab.vk import Closeable, Device
+from gpulab.vk import Closeable
 
 
 class RegisteredArrays(Closeable):
     """The registered arrays of one Stager, by data address, each with its import (which keeps
     the array alive meanwhile)."""
 
-    def __init__(self, device: Device) -> None:
-        self.device = device
-        self._importer: HostImporter | None = None
+    def __init__(self) -> None:
         self._arrays: dict[int, tuple[npt.NDArray[Any], ImportedArray]] = {}
 
-    @property
-    def importer(self) -> HostImporter:
-        """The device's importer (its `usable` says whether the device can import at all)."""
-        if self._importer is None:
-            self._importer = HostImporter(self.device)
-        return self._importer
-
-    def add(self, array: npt.NDArray[Any]) -> None:
-        """Import `array`'s pages; ValueError for an empty or non-contiguous array, one already
-        registered, or a device that cannot import host memory."""
+    def add(self, array: npt.NDArray[Any], importer: HostImporter) -> None:
+        """Import `array`'s pages with `importer`; ValueError for an empty or non-contiguous
+        array, one already registered, or a device that cannot import host memory."""
         if not array.flags.c_contiguous or array.nbytes == 0:
             raise ValueError("register needs a non-empty C-contiguous array")
         address = int(array.ctypes.data)
         if self.locate(array) is not None:
             raise ValueError(f"the array at {address:#x} is already registered")
-        if not self.importer.usable:
+        if not importer.usable:
             raise ValueError(
-                f"{self.device.info.name} cannot import host memory "
+                f"{importer.device.info.name} cannot import host memory "
                 "(VK_EXT_external_memory_host with page-sized alignment)"
             )
-        self._arrays[address] = (array, self.importer.import_array(array))
+        self._arrays[address] = (array, importer.import_array(array))
 
     def remove(self, array: npt.NDArray[Any]) -> None:
         """Release the import that add(array) made."""

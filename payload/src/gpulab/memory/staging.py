@@ -49,6 +49,7 @@ import numpy.typing as npt
 
 from gpulab.memory import file_regions
 from gpulab.memory.file_regions import FileRegion, RegionReadError, read_chunk
+from gpulab.memory.host_import import HostImporter
 from gpulab.memory.manager import Allocation, MemoryManager
 from gpulab.memory.path_choice import PathChoice
 from gpulab.memory.pinned import Pin, PinnedArray, pinned_location
@@ -202,7 +203,8 @@ class Stager(Closeable):
         self.upload_memory = upload_memory
         self.import_above = import_above
         self._pins: set[Pin] = set()
-        self._registered = RegisteredArrays(manager.device)
+        self._host_importer: HostImporter | None = None
+        self._registered = RegisteredArrays()
         self.counts: dict[str, dict[str, int]] = {
             direction: dict.fromkeys(PATHS, 0) for direction in ("upload", "download")
         }
@@ -269,7 +271,7 @@ class Stager(Closeable):
             size = ring[0].size if ring else wanted
         if kind == "imported" and not ring:
             try:
-                block = HostBlock(count * size, self._registered.importer, self._touch)
+                block = HostBlock(count * size, self._importer, self._touch)
             except (OSError, ValueError, VulkanError) as error:
                 # Host memory this device or system will not import after all (a limit, the
                 # driver's refusal): the pinned ring serves from now on.
@@ -338,7 +340,7 @@ class Stager(Closeable):
             self._upload_inline(source, allocation)
             path = "inline"
         elif self._imports(source):
-            with self._registered.importer.import_array(source) as imported:
+            with self._importer.import_array(source) as imported:
                 self._copy_whole(imported, allocation, source.size, src=imported.offset, dst=0)
             path = "imported"
         else:
@@ -372,17 +374,26 @@ class Stager(Closeable):
         """Import a C-contiguous array's pages once, so that it (or a contiguous slice of it)
         moves like a pinned array until unregister(). The Stager keeps the array alive
         meanwhile. ValueError where the device cannot import host memory."""
-        self._registered.add(array)
+        self._registered.add(array, self._importer)
 
     def unregister(self, array: npt.NDArray[Any]) -> None:
         """Release the import made by register(array)."""
         self._registered.remove(array)
 
+    @property
+    def _importer(self) -> HostImporter:
+        """The device's importer of host memory, made on first need and shared by registered
+        arrays, per-transfer imports and the imported readback ring (its `usable` says
+        whether the device can import at all)."""
+        if self._host_importer is None:
+            self._host_importer = HostImporter(self.manager.device)
+        return self._host_importer
+
     def _imports(self, data: npt.NDArray[np.uint8]) -> bool:
         """Whether a pageable array of this size is imported rather than staged."""
         if self.import_above is None or data.size < self.import_above:
             return False
-        return self._registered.importer.usable
+        return self._importer.usable
 
     def _copy_whole(self, source: Any, target: Any, size: int, *, src: int, dst: int) -> None:
         """One submission of copies between two buffers (Allocations or imported arrays).
@@ -585,7 +596,7 @@ class Stager(Closeable):
         device can import host memory, else "readback" (pinned)."""
         if self.readback_memory != "imported" or self.import_refused is not None:
             return "readback"
-        return "imported" if self._registered.importer.usable else "readback"
+        return "imported" if self._importer.usable else "readback"
 
     def _each(self, count: int, step: Callable[[int], object], nbytes: int) -> None:
         """step(0) ... step(count - 1), on the host threads when `nbytes` is large; an error
@@ -635,7 +646,7 @@ class Stager(Closeable):
             self._download_direct(allocation, target)
             path = "direct"
         elif self._imports(target):
-            with self._registered.importer.import_array(target) as imported:
+            with self._importer.import_array(target) as imported:
                 self._copy_whole(allocation, imported, target.size, src=0, dst=imported.offset)
             path = "imported"
         else:
